@@ -1,0 +1,91 @@
+"""A deterministic, offline Agent Framework chat client: the only fake part of the demo and tests.
+
+``OfflineChatClient(mode=...)``:
+  - ``"service"``: acts like a service that stores history: the first turn gets a conversation id
+    ``conv_<prefix>_<n>`` and later turns that send it back keep it (``conversation_id`` option).
+  - ``"forgetful"``: a new conversation id on every call, whatever it was asked to continue.
+  - ``"local"``: no service-side history; never returns a conversation id.
+When the agent has a tool and the user's last message contains ``"weather"``, it first asks for the
+tool ``get_weather(city=...)``, then answers with the tool's result (so runs have tool spans).
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+from agent_framework import (
+    BaseChatClient,
+    ChatMiddlewareLayer,
+    ChatResponse,
+    ChatResponseUpdate,
+    Content,
+    FunctionInvocationLayer,
+    Message,
+    ResponseStream,
+)
+from agent_framework.observability import ChatTelemetryLayer
+
+
+class RawOfflineChatClient(BaseChatClient):
+    OTEL_PROVIDER_NAME = "offline"
+
+    def __init__(self, mode: str = "service", prefix: str = "offline", **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.mode = mode
+        self.prefix = prefix
+        self._ids = itertools.count(1)
+        self.calls = 0
+
+    @property
+    def STORES_BY_DEFAULT(self) -> bool:  # noqa: N802 - framework's name
+        return self.mode != "local"
+
+    def _conversation_id(self, options: Any) -> str | None:
+        if self.mode == "local":
+            return None
+        asked = options.get("conversation_id") if hasattr(options, "get") else None
+        if self.mode == "service" and asked:
+            return asked
+        return f"conv_{self.prefix}_{next(self._ids)}"
+
+    def _reply(self, messages: list[Message], options: Any) -> list[Content]:
+        last = messages[-1] if messages else None
+        tools = options.get("tools") if hasattr(options, "get") else None
+        text = (last.text or "") if last is not None else ""
+        if tools and last is not None and last.role == "user" and "weather" in text.lower():
+            return [Content.from_function_call(f"call_{self.calls}", "get_weather", arguments={"city": "Paris"})]
+        if last is not None and last.role == "tool":
+            result = next((c.result for c in last.contents if c.type == "function_result"), "")
+            return [Content.from_text(f"The weather is {result}.")]
+        return [Content.from_text(f"echo: {text}")]
+
+    def _inner_get_response(self, *, messages, stream: bool, options, **kwargs: Any):
+        self.calls += 1
+        contents = self._reply(list(messages), options)
+        conversation_id = self._conversation_id(options)
+        if not stream:
+            async def _get() -> ChatResponse:
+                return ChatResponse(
+                    messages=[Message(role="assistant", contents=contents)],
+                    conversation_id=conversation_id,
+                    model="offline-1",
+                )
+
+            return _get()
+
+        async def _updates():
+            for content in contents:
+                if content.type == "text":
+                    for word in content.text.split(" "):
+                        yield ChatResponseUpdate(
+                            role="assistant", contents=[Content.from_text(word + " ")], conversation_id=conversation_id
+                        )
+                else:
+                    yield ChatResponseUpdate(role="assistant", contents=[content], conversation_id=conversation_id)
+
+        return ResponseStream(_updates(), finalizer=ChatResponse.from_updates)
+
+
+class OfflineChatClient(FunctionInvocationLayer, ChatMiddlewareLayer, ChatTelemetryLayer, RawOfflineChatClient):
+    """The offline client composed with the framework's own layers, like the real clients."""

@@ -1,0 +1,250 @@
+"""One handler turns an agent run into an identity scope and (where needed) an agent span.
+
+Adapters only gather facts from framework objects and call :meth:`RunHandler.start`; the handler
+never raises into the application: on an internal error it returns None and the adapter calls the
+original method unchanged.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import weakref
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import wrapt
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.trace import SpanKind, Status, StatusCode
+
+from otel_agent_identity import attributes as attrs
+from otel_agent_identity.extractors import Extracted, Extractor, ExtractorRegistry, RunCall
+from otel_agent_identity.scope import IdentityScope, attach, current_scope, detach, new_execution_id
+from otel_agent_identity.span_processor import IdentitySpanProcessor, set_while_ending
+
+_logger = logging.getLogger(__name__)
+
+
+@dataclass
+class SpanSpec:
+    """An agent span to create because the framework emits none (``kind``: CLIENT for remote agents)."""
+
+    name: str
+    kind: SpanKind = SpanKind.INTERNAL
+    attributes: dict[str, Any] = field(default_factory=dict)
+
+
+class RunHandler:
+    """Shared by all adapters: extraction before and after a run, scope, span enrichment."""
+
+    def __init__(self, tracer: trace.Tracer, processor: IdentitySpanProcessor, registry: ExtractorRegistry) -> None:
+        self.tracer = tracer
+        self.processor = processor
+        self.registry = registry
+
+    def start(
+        self,
+        *,
+        framework: str,
+        agent: Any,
+        session: Any,
+        args: tuple,
+        kwargs: dict,
+        rule: Optional[Extractor] = None,
+        span: Optional[SpanSpec] = None,
+        run_id: Optional[str] = None,
+        delegation_id: Optional[str] = None,
+    ) -> Optional["Run"]:
+        """Begin a run; None if anything failed here (the caller then runs the original, bare).
+
+        Args:
+            span: create this span; None when the framework emits its own ``invoke_agent`` span,
+                which is then enriched.
+            run_id: the framework's own run id (becomes ``agent_identity.execution.id``).
+            delegation_id: set for hops to another agent.
+        """
+        try:
+            return Run(self, framework, agent, session, args, kwargs, rule, span, run_id, delegation_id)
+        except Exception:  # noqa: BLE001
+            _logger.debug("otel-agent-identity: could not start run tracking", exc_info=True)
+            return None
+
+
+class Run:
+    """One tracked run. ``enter()``/``exit()`` bracket every piece of the run's execution."""
+
+    def __init__(self, handler, framework, agent, session, args, kwargs, rule, span_spec, run_id, delegation_id):
+        self._h = handler
+        self._agent, self._session, self._rule = agent, session, rule
+        self._call = RunCall(framework, args, kwargs)
+        self._pre = handler.registry.extract(agent, session, self._call, rule)
+        outer = current_scope()
+        self.scope = IdentityScope(
+            conversation_id=self._pre.conversation_id if self._pre else None,
+            execution_id=new_execution_id(run_id),
+            delegation_id=delegation_id,
+            parent_execution_id=outer.execution_id if outer else None,
+            accepts=lambda value: handler.registry.problem(value) is None,
+        )
+        self._finished = False
+        self.span: Optional[trace.Span] = None
+        if span_spec is None:
+            self.scope.claim_agent_span = self._claim
+        else:
+            self.span = handler.tracer.start_span(span_spec.name, kind=span_spec.kind, attributes=span_spec.attributes)
+            self._first_attributes(self.span)
+
+    # -- scope -------------------------------------------------------------------------------
+    def enter(self) -> tuple:
+        ctx_token = None
+        if self.span is not None:
+            ctx_token = otel_context.attach(trace.set_span_in_context(self.span))
+        return attach(self.scope), ctx_token
+
+    def exit(self, tokens: tuple) -> None:
+        scope_token, ctx_token = tokens
+        if ctx_token is not None:
+            try:
+                otel_context.detach(ctx_token)
+            except Exception:  # noqa: BLE001
+                pass
+        detach(scope_token)
+
+    # -- agent span ----------------------------------------------------------------------------
+    def _first_attributes(self, span) -> None:
+        span.set_attributes(self.scope.attributes)
+        if self.scope.parent_execution_id:
+            span.set_attribute(attrs.PARENT_EXECUTION_ID, self.scope.parent_execution_id)
+
+    def _claim(self, span) -> None:
+        """The framework's own invoke_agent span started in this run: enrich it, finish it as it ends."""
+        if self.scope.parent_execution_id:
+            span.set_attribute(attrs.PARENT_EXECUTION_ID, self.scope.parent_execution_id)
+        self._h.processor.watch(span, self._finish_span)
+
+    def _finish_span(self, span, result: Any = None) -> None:
+        post = self._h.registry.extract(
+            self._agent, self._session,
+            RunCall(self._call.framework, self._call.args, self._call.kwargs, "after", result), self._rule,
+        )
+        if span is self.span:
+            span.set_attributes(conversation_attributes(self._pre, post))
+        else:
+            set_while_ending(span, conversation_attributes(self._pre, post))
+        effective = post or self._pre
+        if effective and effective.conversation_id != self.scope.conversation_id:
+            self.scope.conversation_id = effective.conversation_id
+            self.scope.refresh()
+
+    def finish(self, result: Any = None, error: Optional[BaseException] = None) -> None:
+        """End the run once: our own span (if any) gets the post-run id, status and end time."""
+        if self._finished:
+            return
+        self._finished = True
+        try:
+            if self.span is None:
+                return
+            self._finish_span(self.span, result)
+            if error is not None:
+                self.span.set_status(Status(StatusCode.ERROR, str(error)))
+                self.span.set_attribute("error.type", type(error).__qualname__)
+            self.span.end()
+        except Exception:  # noqa: BLE001
+            _logger.debug("otel-agent-identity: finishing the run failed", exc_info=True)
+
+    # -- return shapes -----------------------------------------------------------------------
+    def call(self, wrapped, args, kwargs):
+        """Call ``wrapped`` inside the run and wrap what it returns, keeping its type."""
+        tokens = self.enter()
+        try:
+            result = wrapped(*args, **kwargs)
+        except BaseException as exc:
+            self.finish(error=exc)
+            raise
+        finally:
+            self.exit(tokens)
+        if inspect.iscoroutine(result):
+            return self._await(result)
+        if hasattr(result, "__aiter__"):
+            return ScopedStream(result, self)
+        self.finish(result=result)
+        return result
+
+    async def _await(self, coro):
+        tokens = self.enter()
+        try:
+            result = await coro
+        except BaseException as exc:
+            self.finish(error=exc)
+            raise
+        finally:
+            self.exit(tokens)
+        self.finish(result=result)
+        return result
+
+
+def conversation_attributes(pre: Optional[Extracted], post: Optional[Extracted]) -> dict[str, Any]:
+    """The agent span's conversation attributes from the ids before and after the run.
+
+    A continuity break is an id that changed between two answers of the same extractor step;
+    a framework fallback before the run replaced by the service's id after it is the first turn.
+    """
+    effective = post or pre
+    if effective is None:
+        return {}
+    out: dict[str, Any] = {
+        attrs.GEN_AI_CONVERSATION_ID: effective.conversation_id,
+        attrs.CONVERSATION_SOURCE: effective.source,
+    }
+    if pre and post and pre.source == post.source and post.conversation_id != pre.conversation_id:
+        out[attrs.CONVERSATION_REQUESTED_ID] = pre.conversation_id
+        out[attrs.CONVERSATION_CHANGED] = True
+    return out
+
+
+class ScopedStream(wrapt.ObjectProxy):
+    """An async-iterable, awaitable result (e.g. Agent Framework ``ResponseStream``) whose every pull
+    runs inside the run's scope, in whichever task or thread consumes it. The run finishes when the
+    stream is exhausted, fails, yields its final response, or is dropped unfinished."""
+
+    def __init__(self, wrapped: Any, run: Run) -> None:
+        super().__init__(wrapped)
+        self._self_run = run
+        self._self_iter = None
+        weakref.finalize(self, run.finish)
+
+    def __aiter__(self):
+        return self
+
+    async def __anext__(self):
+        run = self._self_run
+        tokens = run.enter()
+        try:
+            if self._self_iter is None:
+                self._self_iter = self.__wrapped__.__aiter__()
+            return await self._self_iter.__anext__()
+        except StopAsyncIteration:
+            run.finish()
+            raise
+        except BaseException as exc:
+            run.finish(error=exc)
+            raise
+        finally:
+            run.exit(tokens)
+
+    async def get_final_response(self, *args: Any, **kwargs: Any):
+        run = self._self_run
+        tokens = run.enter()
+        try:
+            result = await self.__wrapped__.get_final_response(*args, **kwargs)
+        except BaseException as exc:
+            run.finish(error=exc)
+            raise
+        finally:
+            run.exit(tokens)
+        run.finish(result=result)
+        return result
+
+    def __await__(self):
+        return self.get_final_response().__await__()

@@ -1,0 +1,110 @@
+"""Options of the instrumentation, from ``instrument()`` arguments or ``OTEL_INSTRUMENTATION_AGENT_IDENTITY_*``."""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from otel_agent_identity import environment_variables as env
+
+_logger = logging.getLogger(__name__)
+
+DEFAULT_MAX_ID_LENGTH = 256
+MAX_ID_LENGTH_LIMIT = 4096
+
+#: Baggage keys that carry identity; the guard strips them unless the destination is allowlisted.
+DEFAULT_IDENTITY_BAGGAGE_KEYS = (
+    "gen_ai.conversation.id",
+    "session.id",
+    "session.previous_id",
+    "agent_identity.*",
+    "conversation.id",
+    "conversation_id",
+    "session_id",
+    "thread_id",
+    "thread.id",
+    "user.id",
+    "user_id",
+    "enduser.id",
+)
+
+
+@dataclass(frozen=True)
+class Config:
+    """Resolved options. ``frameworks`` of None means every supported, importable framework."""
+
+    frameworks: frozenset[str] | None = None
+    max_id_length: int = DEFAULT_MAX_ID_LENGTH
+    stamp_spans: bool = True
+    allowlist: tuple[str, ...] = ()
+    identity_baggage_keys: tuple[str, ...] = DEFAULT_IDENTITY_BAGGAGE_KEYS
+
+    @classmethod
+    def load(cls, **kwargs: Any) -> "Config":
+        """Build from ``instrument()`` kwargs, falling back to the environment, then to defaults.
+
+        Args:
+            frameworks (Iterable[str] | str): adapter names.
+            max_id_length (int): characters, 1..4096.
+            stamp_spans (bool): stamp ids on every span inside a run.
+            allowlist (Iterable[str] | str): destinations that may receive identity.
+            identity_baggage_keys (Iterable[str] | str): extra identity baggage keys.
+        Never raises: a malformed value logs one warning and the default is used.
+        """
+        frameworks = _pick(kwargs, "frameworks", env.OTEL_INSTRUMENTATION_AGENT_IDENTITY_FRAMEWORKS, _names, None)
+        return cls(
+            frameworks=frozenset(frameworks) if frameworks else None,
+            max_id_length=_pick(
+                kwargs, "max_id_length", env.OTEL_INSTRUMENTATION_AGENT_IDENTITY_MAX_ID_LENGTH,
+                _bounded_int, DEFAULT_MAX_ID_LENGTH,
+            ),
+            stamp_spans=_pick(kwargs, "stamp_spans", env.OTEL_INSTRUMENTATION_AGENT_IDENTITY_STAMP_SPANS, _bool, True),
+            allowlist=tuple(_pick(kwargs, "allowlist", env.OTEL_INSTRUMENTATION_AGENT_IDENTITY_ALLOWLIST, _names, ())),
+            identity_baggage_keys=DEFAULT_IDENTITY_BAGGAGE_KEYS
+            + tuple(
+                _pick(kwargs, "identity_baggage_keys", env.OTEL_INSTRUMENTATION_AGENT_IDENTITY_BAGGAGE_KEYS, _names, ())
+            ),
+        )
+
+
+def _pick(kwargs: dict, key: str, var: str, parse: Callable[[Any], Any], default: Any) -> Any:
+    raw = kwargs.get(key)
+    source = key
+    if raw is None:
+        raw, source = os.environ.get(var), var
+    if raw is None or raw == "":
+        return default
+    try:
+        return parse(raw)
+    except (TypeError, ValueError) as exc:
+        _logger.warning("otel-agent-identity: ignoring %s=%r (%s); using the default %r", source, raw, exc, default)
+        return default
+
+
+def _names(raw: Any) -> list[str]:
+    items = raw.split(",") if isinstance(raw, str) else list(raw)
+    if not all(isinstance(i, str) for i in items):
+        raise TypeError("expected strings")
+    return [i.strip() for i in items if i.strip()]
+
+
+def _bounded_int(raw: Any) -> int:
+    if isinstance(raw, bool):
+        raise TypeError("expected an integer")
+    value = int(raw)
+    if not 1 <= value <= MAX_ID_LENGTH_LIMIT:
+        raise ValueError(f"must be 1..{MAX_ID_LENGTH_LIMIT}")
+    return value
+
+
+def _bool(raw: Any) -> bool:
+    if isinstance(raw, bool):
+        return raw
+    text = str(raw).strip().lower()
+    if text in ("true", "1", "yes", "on"):
+        return True
+    if text in ("false", "0", "no", "off"):
+        return False
+    raise ValueError("expected true or false")

@@ -1,0 +1,24 @@
+"""Environment variables read by :class:`otel_agent_identity.AgentIdentityInstrumentor`.
+
+Each is read once, at ``instrument()``; an argument of the same name (lower case, without the
+prefix) given to ``instrument()`` wins. A malformed value logs one warning and the default is used.
+"""
+
+OTEL_INSTRUMENTATION_AGENT_IDENTITY_FRAMEWORKS = "OTEL_INSTRUMENTATION_AGENT_IDENTITY_FRAMEWORKS"
+"""Comma-separated adapters to enable, e.g. ``agent_framework,a2a``. Default: every supported
+framework that is importable. Unknown names are warned about and ignored."""
+
+OTEL_INSTRUMENTATION_AGENT_IDENTITY_MAX_ID_LENGTH = "OTEL_INSTRUMENTATION_AGENT_IDENTITY_MAX_ID_LENGTH"
+"""Longest identifier accepted from an extractor, in characters (integer 1..4096, default 256).
+A longer id is dropped (never truncated: a cut id could merge two conversations), with one warning
+per agent type."""
+
+OTEL_INSTRUMENTATION_AGENT_IDENTITY_STAMP_SPANS = "OTEL_INSTRUMENTATION_AGENT_IDENTITY_STAMP_SPANS"
+"""``true`` (default) or ``false``: stamp the run's ids on every span started inside the run."""
+
+OTEL_INSTRUMENTATION_AGENT_IDENTITY_ALLOWLIST = "OTEL_INSTRUMENTATION_AGENT_IDENTITY_ALLOWLIST"
+"""Comma-separated destinations that may receive identity as baggage: MCP server names, URLs
+(prefix match) or host patterns (``fnmatch``, e.g. ``*.internal.example``). Default: empty."""
+
+OTEL_INSTRUMENTATION_AGENT_IDENTITY_BAGGAGE_KEYS = "OTEL_INSTRUMENTATION_AGENT_IDENTITY_BAGGAGE_KEYS"
+"""Comma-separated extra baggage keys that count as identity, added to the default list. Default: empty."""

@@ -1,0 +1,170 @@
+"""The extractor registry: which conversation id an agent reports, in a fixed order.
+
+Order, first hit wins:
+
+1. an extractor registered for the agent's type (the nearest class in the MRO);
+2. the agent's own ``_get_otel_conversation_id(session)`` (Agent Framework ADR-0029), when it
+   returns a string;
+3. the adapter's framework rule (for example Agent Framework ``AgentSession.session_id``).
+
+Nothing here generates an id: a run whose extractors all return None has no conversation id.
+Values are checked: a non-string, an empty string, a string longer than ``max_id_length`` or one
+with control characters is dropped (never truncated) with one warning per agent type and reason.
+An extractor that raises is treated as returning None, likewise warned once.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+from importlib.metadata import entry_points
+from typing import Any, Callable, Mapping, Optional
+
+_logger = logging.getLogger(__name__)
+
+ENTRY_POINT_GROUP = "otel_agent_identity_extractors"
+
+#: ``extract(agent, session, call) -> str | None``. ``agent`` is the framework agent object,
+#: ``session`` the framework's session/thread object or None, ``call`` a :class:`RunCall`.
+Extractor = Callable[[Any, Any, "RunCall"], Optional[str]]
+
+SOURCE_OVERRIDE = "override"
+SOURCE_AGENT = "agent"
+SOURCE_FRAMEWORK = "framework"
+
+
+@dataclass(frozen=True)
+class RunCall:
+    """What an extractor may look at besides agent and session.
+
+    Attributes:
+        framework: adapter name, e.g. ``"agent_framework"``.
+        args / kwargs: the wrapped run method's arguments, as the application passed them.
+        phase: ``"before"`` the run or ``"after"`` it (the service may assign an id in the first turn).
+        result: the run's result in the ``"after"`` phase when one is at hand, else None.
+    """
+
+    framework: str
+    args: tuple = ()
+    kwargs: Mapping[str, Any] = None  # type: ignore[assignment]
+    phase: str = "before"
+    result: Any = None
+
+
+@dataclass(frozen=True)
+class Extracted:
+    """A checked conversation id and the step that produced it (``override``/``agent``/``framework``)."""
+
+    conversation_id: str
+    source: str
+
+
+class ExtractorRegistry:
+    """Extractors by agent type. Thread-safe; lookups are cached per concrete type."""
+
+    def __init__(self, max_id_length: int = 256) -> None:
+        self.max_id_length = max_id_length
+        self._by_type: dict[type, Extractor] = {}
+        self._cache: dict[type, Optional[Extractor]] = {}
+        self._warned: set[tuple[str, str]] = set()
+        self._lock = threading.Lock()
+
+    def register(self, agent_type: type, extractor: Extractor) -> None:
+        """Use ``extractor`` for ``agent_type`` and its subclasses (unless a nearer class has one).
+
+        Raises:
+            TypeError: ``agent_type`` is not a class or ``extractor`` is not callable.
+        """
+        if not isinstance(agent_type, type) or not callable(extractor):
+            raise TypeError("register(agent_type: type, extractor: callable)")
+        with self._lock:
+            self._by_type[agent_type] = extractor
+            self._cache.clear()
+
+    def unregister(self, agent_type: type) -> None:
+        """Remove the extractor registered for exactly ``agent_type``; absent is fine."""
+        with self._lock:
+            self._by_type.pop(agent_type, None)
+            self._cache.clear()
+
+    def load_entry_points(self) -> None:
+        """Call every ``otel_agent_identity_extractors`` entry point with this registry.
+
+        Each entry point names a callable ``(registry: ExtractorRegistry) -> None`` that registers
+        its extractors. One that fails to load or raises is logged and skipped.
+        """
+        for ep in entry_points(group=ENTRY_POINT_GROUP):
+            try:
+                ep.load()(self)
+            except Exception:  # noqa: BLE001 - a broken plugin must not break the application
+                _logger.warning("otel-agent-identity: extractor entry point %r failed", ep.name, exc_info=True)
+
+    def _override_for(self, cls: type) -> Optional[Extractor]:
+        try:
+            return self._cache[cls]
+        except KeyError:
+            found = next((self._by_type[c] for c in cls.__mro__ if c in self._by_type), None)
+            self._cache[cls] = found
+            return found
+
+    def extract(
+        self, agent: Any, session: Any, call: RunCall, framework_rule: Optional[Extractor] = None
+    ) -> Optional[Extracted]:
+        """Return the agent's conversation id, or None. Never raises."""
+        override = self._override_for(type(agent)) if self._by_type else None
+        if override is not None:
+            return self._checked(agent, SOURCE_OVERRIDE, override, session, call)
+        own = getattr(agent, "_get_otel_conversation_id", None)
+        if own is not None:
+            found = self._checked(agent, SOURCE_AGENT, lambda _a, s, _c: own(s), session, call)
+            if found is not None:
+                return found
+        if framework_rule is not None:
+            return self._checked(agent, SOURCE_FRAMEWORK, framework_rule, session, call)
+        return None
+
+    def _checked(self, agent: Any, source: str, fn: Extractor, session: Any, call: RunCall) -> Optional[Extracted]:
+        try:
+            value = fn(agent, session, call)
+        except Exception as exc:  # noqa: BLE001 - extractor errors never reach the application
+            self._warn_once(agent, f"{source} extractor raised {type(exc).__name__}: {exc}")
+            return None
+        problem = self.problem(value)
+        if problem is None:
+            return Extracted(value, source)
+        if value is not None and value != "":
+            self._warn_once(agent, f"{source} extractor returned {problem}; dropped")
+        return None
+
+    def problem(self, value: Any) -> Optional[str]:
+        """Why ``value`` is not an acceptable id (None, non-string, empty, too long, control characters)."""
+        if not isinstance(value, str):
+            return "None" if value is None else f"a {type(value).__name__}, not a string"
+        if not value:
+            return "an empty string"
+        if len(value) > self.max_id_length:
+            return f"{len(value)} characters (max_id_length is {self.max_id_length})"
+        if not value.isprintable():
+            return "control or non-printable characters"
+        return None
+
+    def _warn_once(self, agent: Any, message: str) -> None:
+        key = (type(agent).__qualname__, message.split(":")[0])
+        if key in self._warned:
+            return
+        self._warned.add(key)
+        _logger.warning("otel-agent-identity: agent type %s: %s (warned once)", key[0], message)
+
+
+#: The process-wide registry the instrumentor uses.
+registry = ExtractorRegistry()
+
+
+def register_extractor(agent_type: type, extractor: Extractor) -> None:
+    """Register ``extractor(agent, session, call) -> str | None`` for ``agent_type`` in the global registry.
+
+    Raises:
+        TypeError: ``agent_type`` is not a class or ``extractor`` is not callable.
+    """
+    registry.register(agent_type, extractor)

@@ -1,0 +1,166 @@
+"""The identity scope of the current run, and the public API to supply ids.
+
+A scope is one immutable snapshot in a contextvar, so asyncio tasks and threads each see their own
+run's ids. Applications may supply ids for the next run or hop:
+
+    with otel_agent_identity.execution("job-42"):
+        await agent.run("...")
+
+    with otel_agent_identity.delegation(key=order.idempotency_key):
+        await remote_agent.run("...")
+"""
+
+from __future__ import annotations
+
+import uuid
+from contextlib import contextmanager
+from contextvars import ContextVar, Token
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Optional
+
+from otel_agent_identity import attributes as attrs
+
+_DELEGATION_NAMESPACE = uuid.UUID("6f1c2a3e-5b7d-4e8f-9a0b-1c2d3e4f5a6b")
+
+
+@dataclass
+class IdentityScope:
+    """Ids of one agent run (or one hop). ``attributes`` is what every span inside it is stamped with.
+
+    Attributes:
+        conversation_id: from the agent's extractor (see :mod:`otel_agent_identity.extractors`), or None.
+        execution_id: framework run id, application-supplied, or a UUID4 hex made per run.
+        delegation_id: the hop's delegation id, or None outside a hop.
+        parent_execution_id: the enclosing run's execution id, for a nested run.
+    """
+
+    conversation_id: Optional[str]
+    execution_id: Optional[str]
+    delegation_id: Optional[str] = None
+    parent_execution_id: Optional[str] = None
+    attributes: dict[str, Any] = field(default_factory=dict)
+    #: set by the run handler: called with the first ``invoke_agent`` span started in this scope
+    claim_agent_span: Optional[Callable[[Any], None]] = None
+    #: validates an id learned during the run (see :meth:`learn`)
+    accepts: Callable[[str], bool] = lambda _value: False
+
+    def __post_init__(self) -> None:
+        self.refresh()
+
+    def learn(self, conversation_id: Any) -> bool:
+        """Adopt an id the service assigned during the run (first turn), if the scope has none yet.
+
+        Spans started from then on carry it. Returns True when adopted.
+        """
+        if self.conversation_id is not None or not isinstance(conversation_id, str):
+            return False
+        if not self.accepts(conversation_id):
+            return False
+        self.conversation_id = conversation_id
+        self.refresh()
+        return True
+
+    def refresh(self) -> None:
+        """Recompute ``attributes`` after a field changed."""
+        a: dict[str, Any] = {}
+        if self.conversation_id is not None:
+            a[attrs.GEN_AI_CONVERSATION_ID] = self.conversation_id
+        if self.execution_id is not None:
+            a[attrs.EXECUTION_ID] = self.execution_id
+        if self.delegation_id is not None:
+            a[attrs.DELEGATION_ID] = self.delegation_id
+        self.attributes = a
+
+
+_SCOPE: ContextVar[Optional[IdentityScope]] = ContextVar("otel_agent_identity_scope", default=None)
+_NEXT_EXECUTION_ID: ContextVar[Optional[str]] = ContextVar("otel_agent_identity_next_execution", default=None)
+_NEXT_DELEGATION_ID: ContextVar[Optional[str]] = ContextVar("otel_agent_identity_next_delegation", default=None)
+
+
+def current_scope() -> Optional[IdentityScope]:
+    """The scope of the run the caller is in, or None outside any instrumented run."""
+    return _SCOPE.get()
+
+
+def attach(scope: Optional[IdentityScope]) -> Token:
+    """Make ``scope`` current; pass the token to :func:`detach`. Supplied ids are consumed by it."""
+    return _SCOPE.set(scope)
+
+
+def detach(token: Token) -> None:
+    """Restore the scope that was current before :func:`attach`; a token from another context is ignored."""
+    try:
+        _SCOPE.reset(token)
+    except ValueError:  # created in another context (a stream finished in another task)
+        pass
+
+
+def new_execution_id(framework_run_id: Optional[str] = None) -> str:
+    """The execution id of a new run: ``framework_run_id``, else one supplied by :func:`execution`, else UUID4 hex.
+
+    The supplied id applies to the outermost run started in the ``with`` block; runs nested in that
+    run get their own ids.
+    """
+    if framework_run_id:
+        return framework_run_id
+    supplied = _NEXT_EXECUTION_ID.get()
+    if supplied is not None:
+        _NEXT_EXECUTION_ID.set(None)  # only this run; restored when the with-block exits
+        return supplied
+    return uuid.uuid4().hex
+
+
+def new_delegation_id(transport_key: Optional[str] = None) -> str:
+    """The delegation id of a new hop.
+
+    Args:
+        transport_key: a key stable across transport retries of the same hop, e.g. the A2A
+            ``Message.message_id``; the id is the UUID5 of it, so a retried send keeps its id.
+    Order: an id supplied by :func:`delegation`, else UUID5(``transport_key``), else UUID4 hex.
+    """
+    supplied = _NEXT_DELEGATION_ID.get()
+    if supplied is not None:
+        return supplied
+    if transport_key:
+        return uuid.uuid5(_DELEGATION_NAMESPACE, transport_key).hex
+    return uuid.uuid4().hex
+
+
+@contextmanager
+def execution(execution_id: str) -> Iterator[None]:
+    """Use ``execution_id`` (str, at most ``max_id_length`` characters) for the next agent run started inside.
+
+    Raises:
+        TypeError: ``execution_id`` is not a non-empty string.
+    """
+    if not isinstance(execution_id, str) or not execution_id:
+        raise TypeError("execution_id must be a non-empty str")
+    token = _NEXT_EXECUTION_ID.set(execution_id)
+    try:
+        yield
+    finally:
+        _NEXT_EXECUTION_ID.reset(token)
+
+
+@contextmanager
+def delegation(key: Optional[str] = None, *, delegation_id: Optional[str] = None) -> Iterator[str]:
+    """Give every hop started inside one delegation id, and yield it.
+
+    Args:
+        key: the application's idempotency key (str); the id is its UUID5, so a retry of the same
+            work, even from another process, gets the same delegation id.
+        delegation_id: an explicit id (str) instead of ``key``.
+    With neither, a UUID4 hex is made here, shared by all sends inside the block (manual retries).
+
+    Raises:
+        TypeError: ``key``/``delegation_id`` is given but not a non-empty string.
+    """
+    for name, value in (("key", key), ("delegation_id", delegation_id)):
+        if value is not None and (not isinstance(value, str) or not value):
+            raise TypeError(f"{name} must be a non-empty str")
+    did = delegation_id or (uuid.uuid5(_DELEGATION_NAMESPACE, key).hex if key else uuid.uuid4().hex)
+    token = _NEXT_DELEGATION_ID.set(did)
+    try:
+        yield did
+    finally:
+        _NEXT_DELEGATION_ID.reset(token)
