@@ -6,7 +6,8 @@
   - ``"forgetful"``: a new conversation id on every call, whatever it was asked to continue.
   - ``"local"``: no service-side history; never returns a conversation id.
 When the agent has a tool and the user's last message contains ``"weather"``, it first asks for the
-tool ``get_weather(city=...)``, then answers with the tool's result (so runs have tool spans).
+tool ``get_weather(city=...)``; when it names another of the agent's tools, it asks for that tool with
+no arguments; then it answers with the tool's result (so runs have tool spans).
 """
 
 from __future__ import annotations
@@ -53,8 +54,12 @@ class RawOfflineChatClient(BaseChatClient):
         last = messages[-1] if messages else None
         tools = options.get("tools") if hasattr(options, "get") else None
         text = (last.text or "") if last is not None else ""
-        if tools and last is not None and last.role == "user" and "weather" in text.lower():
-            return [Content.from_function_call(f"call_{self.calls}", "get_weather", arguments={"city": "Paris"})]
+        if tools and last is not None and last.role == "user":
+            if "weather" in text.lower():
+                return [Content.from_function_call(f"call_{self.calls}", "get_weather", arguments={"city": "Paris"})]
+            named = next((t.name for t in tools if getattr(t, "name", None) and t.name in text), None)
+            if named:
+                return [Content.from_function_call(f"call_{self.calls}", named, arguments={})]
         if last is not None and last.role == "tool":
             result = next((c.result for c in last.contents if c.type == "function_result"), "")
             return [Content.from_text(f"The weather is {result}.")]

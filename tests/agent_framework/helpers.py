@@ -1,0 +1,31 @@
+"""Small helpers over exported spans."""
+
+from __future__ import annotations
+
+from agent_framework import Agent, tool
+
+from offline_chat import OfflineChatClient
+
+CONV = "gen_ai.conversation.id"
+EXEC = "agent_identity.execution.id"
+
+
+@tool
+def get_weather(city: str) -> str:
+    """Return the weather for a city."""
+    return "sunny"
+
+
+def make_agent(mode: str = "service", name: str = "helper", prefix: str = "offline", **kwargs) -> Agent:
+    return Agent(client=OfflineChatClient(mode=mode, prefix=prefix), name=name, tools=[get_weather], **kwargs)
+
+
+def by_execution(spans) -> dict[str, list]:
+    out: dict[str, list] = {}
+    for span in spans:
+        out.setdefault(span.attributes.get(EXEC), []).append(span)
+    return out
+
+
+def agent_spans(spans) -> list:
+    return [s for s in spans if s.name.startswith("invoke_agent")]
