@@ -74,15 +74,11 @@ class AgentIdentityInstrumentor(BaseInstrumentor):
         provider = kwargs.get("tracer_provider") or trace.get_tracer_provider()
         tracer = trace.get_tracer(__name__, __version__, provider)
         processor = IdentitySpanProcessor(stamp_spans=config.stamp_spans)
-        if hasattr(provider, "add_span_processor"):
-            provider.add_span_processor(processor)
-        else:
-            _logger.warning(
-                "otel-agent-identity: the tracer provider is not an SDK TracerProvider; "
-                "agent spans carry identity, spans inside runs do not"
-            )
         self._processor = processor
         handler = RunHandler(tracer, processor, registry)
+        # no provider yet (the application sets the global one later): attach at the first run
+        handler.provider = None if "tracer_provider" in kwargs else provider
+        handler.attach_processor(provider)
         self._adapters = []
         unknown = (config.frameworks or set()) - set(ADAPTERS)
         if unknown:

@@ -42,6 +42,24 @@ class RunHandler:
         self.tracer = tracer
         self.processor = processor
         self.registry = registry
+        self.provider: Any = None  # a global provider still to attach the processor to
+        self._attached = False
+
+    def attach_processor(self, provider: Any) -> None:
+        """Add the span processor to an SDK provider; a proxy provider is retried at each run start
+        (the tracer, a proxy tracer then, follows the global provider by itself)."""
+        if self._attached:
+            return
+        if isinstance(provider, trace.ProxyTracerProvider):
+            provider = trace.get_tracer_provider()
+        if hasattr(provider, "add_span_processor"):
+            provider.add_span_processor(self.processor)
+            self._attached = True
+        elif self.provider is None:
+            _logger.warning(
+                "otel-agent-identity: the tracer provider is not an SDK TracerProvider; "
+                "agent spans carry identity, spans inside runs do not"
+            )
 
     def start(
         self,
@@ -65,6 +83,8 @@ class RunHandler:
             delegation_id: set for hops to another agent.
         """
         try:
+            if not self._attached and self.provider is not None:
+                self.attach_processor(self.provider)
             return Run(self, framework, agent, session, args, kwargs, rule, span, run_id, delegation_id)
         except Exception:  # noqa: BLE001
             _logger.debug("otel-agent-identity: could not start run tracking", exc_info=True)

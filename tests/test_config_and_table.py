@@ -1,0 +1,50 @@
+"""Configuration parsing, and the one attribute table against the code."""
+
+from __future__ import annotations
+
+import logging
+import re
+from pathlib import Path
+
+import pytest
+
+from otel_agent_identity import attributes
+from otel_agent_identity.config import DEFAULT_MAX_ID_LENGTH, Config
+
+TABLE = Path(__file__).resolve().parent.parent / "docs" / "attributes.md"
+
+
+def _table_rows() -> dict[str, str]:
+    rows = {}
+    for line in TABLE.read_text().splitlines():
+        match = re.match(r"\|\s*`([a-z0-9_.]+)`\s*\|\s*([a-z]+)\s*\|\s*([a-z, ]+)\s*\|", line)
+        if match:
+            rows[match.group(1)] = match.group(3)
+    return rows
+
+
+def test_every_python_attribute_is_a_row_set_by_py_and_vice_versa():
+    rows = _table_rows()
+    ours = {v for k, v in vars(attributes).items() if k.isupper() and isinstance(v, str) and "." in v}
+    assert ours, "attributes.py defines no names"
+    assert ours - rows.keys() == set()
+    py_rows = {name for name, by in rows.items() if "py" in by and name.startswith("agent_identity.")}
+    assert py_rows - ours == set()
+
+
+def test_env_and_kwargs(monkeypatch):
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_AGENT_IDENTITY_MAX_ID_LENGTH", "64")
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_AGENT_IDENTITY_FRAMEWORKS", "agent_framework, a2a")
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_AGENT_IDENTITY_STAMP_SPANS", "false")
+    config = Config.load()
+    assert (config.max_id_length, config.frameworks, config.stamp_spans) == (64, {"agent_framework", "a2a"}, False)
+    assert Config.load(max_id_length=128).max_id_length == 128  # argument wins
+
+
+@pytest.mark.parametrize("raw", ["abc", "0", "99999", "-3"])
+def test_malformed_value_warns_once_and_uses_default(monkeypatch, caplog, raw):
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_AGENT_IDENTITY_MAX_ID_LENGTH", raw)
+    with caplog.at_level(logging.WARNING):
+        assert Config.load().max_id_length == DEFAULT_MAX_ID_LENGTH
+    assert len(caplog.records) == 1
+    assert "OTEL_INSTRUMENTATION_AGENT_IDENTITY_MAX_ID_LENGTH" in caplog.records[0].getMessage()
