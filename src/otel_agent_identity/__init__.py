@@ -61,7 +61,7 @@ class AgentIdentityInstrumentor(BaseInstrumentor):
     warning. ``instrument()`` twice does not wrap twice; ``uninstrument()`` restores the originals.
     """
 
-    _processor: IdentitySpanProcessor | None = None
+    _handler: RunHandler | None = None
     _adapters: list = []
 
     def instrumentation_dependencies(self) -> Collection[str]:
@@ -73,12 +73,11 @@ class AgentIdentityInstrumentor(BaseInstrumentor):
         registry.load_entry_points()
         provider = kwargs.get("tracer_provider") or trace.get_tracer_provider()
         tracer = trace.get_tracer(__name__, __version__, provider)
-        processor = IdentitySpanProcessor(stamp_spans=config.stamp_spans)
-        self._processor = processor
-        handler = RunHandler(tracer, processor, registry)
+        handler = RunHandler(tracer, IdentitySpanProcessor(stamp_spans=config.stamp_spans), registry)
         # no provider yet (the application sets the global one later): attach at the first run
         handler.provider = None if "tracer_provider" in kwargs else provider
         handler.attach_processor(provider)
+        self._handler = handler
         self._adapters = []
         unknown = (config.frameworks or set()) - set(ADAPTERS)
         if unknown:
@@ -100,9 +99,9 @@ class AgentIdentityInstrumentor(BaseInstrumentor):
         for adapter in self._adapters:
             adapter.uninstrument()
         self._adapters = []
-        if self._processor is not None:
-            self._processor.enabled = False  # a provider cannot drop a processor; it goes quiet
-            self._processor = None
+        if self._handler is not None:
+            self._handler.processor.enabled = False  # a provider cannot drop a processor; it goes quiet
+            self._handler = None
 
 
 def _load_adapter(name: str, module_name: str):

@@ -24,6 +24,7 @@ from otel_agent_identity.scope import IdentityScope, attach, current_scope, deta
 from otel_agent_identity.span_processor import IdentitySpanProcessor, set_while_ending
 
 _logger = logging.getLogger(__name__)
+_PROCESSORS: "weakref.WeakKeyDictionary[Any, IdentitySpanProcessor]" = weakref.WeakKeyDictionary()
 
 
 @dataclass
@@ -53,7 +54,14 @@ class RunHandler:
         if isinstance(provider, trace.ProxyTracerProvider):
             provider = trace.get_tracer_provider()
         if hasattr(provider, "add_span_processor"):
-            provider.add_span_processor(self.processor)
+            # one processor per provider, re-enabled by a later instrument(): never stacked
+            existing = _PROCESSORS.get(provider)
+            if existing is None:
+                provider.add_span_processor(self.processor)
+                _PROCESSORS[provider] = self.processor
+            else:
+                existing.stamp_spans, existing.enabled = self.processor.stamp_spans, True
+                self.processor = existing
             self._attached = True
         elif self.provider is None:
             _logger.warning(

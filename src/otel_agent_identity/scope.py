@@ -12,6 +12,7 @@ run's ids. Applications may supply ids for the next run or hop:
 
 from __future__ import annotations
 
+import os
 import uuid
 from contextlib import contextmanager
 from contextvars import ContextVar, Token
@@ -29,7 +30,7 @@ class IdentityScope:
 
     Attributes:
         conversation_id: from the agent's extractor (see :mod:`otel_agent_identity.extractors`), or None.
-        execution_id: framework run id, application-supplied, or a UUID4 hex made per run.
+        execution_id: framework run id, application-supplied, or 32 random hex characters made per run.
         delegation_id: the hop's delegation id, or None outside a hop.
         parent_execution_id: the enclosing run's execution id, for a nested run.
     """
@@ -96,7 +97,8 @@ def detach(token: Token) -> None:
 
 
 def new_execution_id(framework_run_id: Optional[str] = None) -> str:
-    """The execution id of a new run: ``framework_run_id``, else one supplied by :func:`execution`, else UUID4 hex.
+    """The execution id of a new run: ``framework_run_id``, else one supplied by :func:`execution`,
+    else 128 random bits as 32 hex characters.
 
     The supplied id applies to the outermost run started in the ``with`` block; runs nested in that
     run get their own ids.
@@ -107,7 +109,7 @@ def new_execution_id(framework_run_id: Optional[str] = None) -> str:
     if supplied is not None:
         _NEXT_EXECUTION_ID.set(None)  # only this run; restored when the with-block exits
         return supplied
-    return uuid.uuid4().hex
+    return os.urandom(16).hex()
 
 
 def new_delegation_id(transport_key: Optional[str] = None) -> str:
@@ -116,14 +118,15 @@ def new_delegation_id(transport_key: Optional[str] = None) -> str:
     Args:
         transport_key: a key stable across transport retries of the same hop, e.g. the A2A
             ``Message.message_id``; the id is the UUID5 of it, so a retried send keeps its id.
-    Order: an id supplied by :func:`delegation`, else UUID5(``transport_key``), else UUID4 hex.
+    Order: an id supplied by :func:`delegation`, else UUID5(``transport_key``) hex, else 128 random bits
+    as 32 hex characters.
     """
     supplied = _NEXT_DELEGATION_ID.get()
     if supplied is not None:
         return supplied
     if transport_key:
         return uuid.uuid5(_DELEGATION_NAMESPACE, transport_key).hex
-    return uuid.uuid4().hex
+    return os.urandom(16).hex()
 
 
 @contextmanager
@@ -150,7 +153,8 @@ def delegation(key: Optional[str] = None, *, delegation_id: Optional[str] = None
         key: the application's idempotency key (str); the id is its UUID5, so a retry of the same
             work, even from another process, gets the same delegation id.
         delegation_id: an explicit id (str) instead of ``key``.
-    With neither, a UUID4 hex is made here, shared by all sends inside the block (manual retries).
+    With neither, 32 random hex characters are made here, shared by all sends inside the block
+    (manual retries).
 
     Raises:
         TypeError: ``key``/``delegation_id`` is given but not a non-empty string.
@@ -158,7 +162,7 @@ def delegation(key: Optional[str] = None, *, delegation_id: Optional[str] = None
     for name, value in (("key", key), ("delegation_id", delegation_id)):
         if value is not None and (not isinstance(value, str) or not value):
             raise TypeError(f"{name} must be a non-empty str")
-    did = delegation_id or (uuid.uuid5(_DELEGATION_NAMESPACE, key).hex if key else uuid.uuid4().hex)
+    did = delegation_id or (uuid.uuid5(_DELEGATION_NAMESPACE, key).hex if key else os.urandom(16).hex())
     token = _NEXT_DELEGATION_ID.set(did)
     try:
         yield did

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import weakref
 from typing import Callable, Optional
 
 from opentelemetry.context import Context
@@ -14,6 +13,7 @@ from otel_agent_identity.scope import _SCOPE
 _logger = logging.getLogger(__name__)
 
 Finisher = Callable[[Span], None]
+_FINISHER = "_otel_agent_identity_finisher"
 
 
 class IdentitySpanProcessor(SpanProcessor):
@@ -29,14 +29,13 @@ class IdentitySpanProcessor(SpanProcessor):
     def __init__(self, stamp_spans: bool = True) -> None:
         self.enabled = True
         self.stamp_spans = stamp_spans
-        self._finishers: "weakref.WeakKeyDictionary[Span, Finisher]" = weakref.WeakKeyDictionary()
 
     def on_start(self, span: Span, parent_context: Optional[Context] = None) -> None:
         scope = _SCOPE.get()
         if scope is None or not self.enabled:
             return
         if self.stamp_spans and scope.attributes:
-            span.set_attributes(scope.attributes)
+            _stamp(span, scope.attributes)
         claim = scope.claim_agent_span
         if claim is not None and span.name.startswith("invoke_agent"):
             scope.claim_agent_span = None
@@ -44,15 +43,34 @@ class IdentitySpanProcessor(SpanProcessor):
 
     def watch(self, span: Span, finisher: Finisher) -> None:
         """Call ``finisher(span)`` once, while ``span`` is ending (it can still take attributes)."""
-        self._finishers[span] = finisher
+        span.__dict__[_FINISHER] = finisher  # lives and dies with the span: nothing to clean up
 
     def _on_ending(self, span: Span) -> None:
-        finisher = self._finishers.pop(span, None)
+        try:
+            finisher = span.__dict__.pop(_FINISHER, None)
+        except AttributeError:  # not an SDK span
+            return
         if finisher is not None:
             try:
                 finisher(span)
             except Exception:  # noqa: BLE001 - never break span export
                 _logger.debug("otel-agent-identity: finisher failed", exc_info=True)
+
+
+def _stamp(span: Span, attributes: dict) -> None:
+    """``span.set_attributes`` for a span that just started, without its per-value validation.
+
+    The values are ours, already checked (strings within ``max_id_length``), so when the SDK's
+    attribute store has room they go straight in: this is the per-span hot path. Any other
+    span, or a store without room, takes the public API.
+    """
+    store = getattr(span, "_attributes", None)
+    plain = getattr(store, "_dict", None)
+    if plain is None or (store.maxlen is not None and len(plain) + len(attributes) > store.maxlen):
+        span.set_attributes(attributes)
+        return
+    with store._lock:
+        plain.update(attributes)
 
 
 def set_while_ending(span: Span, attributes: dict) -> None:
@@ -81,7 +99,7 @@ def set_while_ending(span: Span, attributes: dict) -> None:
         return None
 
     def shutdown(self) -> None:
-        self._finishers.clear()
+        return None
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         return True

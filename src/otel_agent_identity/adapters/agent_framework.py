@@ -35,6 +35,7 @@ _TARGETS = [
 ]
 _CHAT_TARGET = ("agent_framework", "BaseChatClient", "get_response")
 _wrapped: list[tuple[Any, str]] = []
+_observability: Any = None  # agent_framework.observability, imported at instrument()
 
 
 def session_rule(agent: Any, session: Any, call: Any) -> Optional[str]:
@@ -57,9 +58,7 @@ def session_rule(agent: Any, session: Any, call: Any) -> Optional[str]:
 
 
 def _framework_emits_span() -> bool:
-    from agent_framework.observability import OBSERVABILITY_SETTINGS
-
-    return bool(OBSERVABILITY_SETTINGS.ENABLED)
+    return bool(_observability.OBSERVABILITY_SETTINGS.ENABLED)
 
 
 def _span_spec(agent: Any, kind: SpanKind) -> SpanSpec:
@@ -135,6 +134,8 @@ def instrument(handler: RunHandler) -> None:
     """Wrap the run methods; a class missing from this framework version is skipped."""
     import importlib
 
+    global _observability
+    _observability = importlib.import_module("agent_framework.observability")
     kinds = {"Agent": "agent", "A2AAgent": "a2a", "WorkflowAgent": "workflow"}
     for module_name, cls_name, method in _TARGETS:
         try:
