@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package agentidentityprocessor // import "github.com/otel-agent-identity/otel-agent-identity/collector/processor/agentidentityprocessor"
+
+// Attribute names follow docs/attributes.md (THE table); attributes_test.go
+// fails when this file and the table disagree.
+
+// Attributes the processor reads (set by the instrumentation or the SDK).
+const (
+	attrServiceName   = "service.name"
+	attrOperationName = "gen_ai.operation.name"
+	attrAgentName     = "gen_ai.agent.name"
+	attrExecutionID   = "agent_identity.execution.id"
+	attrDelegationID  = "agent_identity.delegation.id"
+
+	// operationInvokeAgent is the gen_ai.operation.name of agent spans.
+	operationInvokeAgent = "invoke_agent"
+)
+
+// Attributes the processor writes (rows whose "set by" includes col).
+const (
+	attrConversationID          = "gen_ai.conversation.id"
+	attrHopResult               = "agent_identity.hop.result"
+	attrHopMismatch             = "agent_identity.hop.mismatch"
+	attrHopCallerService        = "agent_identity.hop.caller.service.name"
+	attrHopCallerConversationID = "agent_identity.hop.caller.conversation.id"
+	attrHopCalleeConversationID = "agent_identity.hop.callee.conversation.id"
+	attrConversationBackfilled  = "agent_identity.conversation.backfilled"
+	attrDelegationDuplicate     = "agent_identity.delegation.duplicate"
+)
+
+// writtenAttributes lists every attribute the processor may set.
+var writtenAttributes = []string{
+	attrConversationID,
+	attrHopResult,
+	attrHopMismatch,
+	attrHopCallerService,
+	attrHopCallerConversationID,
+	attrHopCalleeConversationID,
+	attrConversationBackfilled,
+	attrDelegationDuplicate,
+}
+
+// Values of agent_identity.hop.result.
+const (
+	resultContinued     = "continued"
+	resultMismatch      = "mismatch"
+	resultUnresolved    = "unresolved"
+	resultCallerUnknown = "caller_unknown"
+	resultCalleeUnknown = "callee_unknown"
+	resultNotRequired   = "not_required"
+)
+
+// unknownService stands for a resource without a string service.name.
+const unknownService = "unknown"

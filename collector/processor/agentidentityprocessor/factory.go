@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package agentidentityprocessor // import "github.com/otel-agent-identity/otel-agent-identity/collector/processor/agentidentityprocessor"
+
+import (
+	"context"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/processor"
+	"go.opentelemetry.io/collector/processor/processorhelper"
+)
+
+const (
+	// typeStr is the processor's name in collector configuration.
+	typeStr = "agentidentity"
+	// scopeName names the meter of the processor's own metrics.
+	scopeName = "github.com/otel-agent-identity/otel-agent-identity/collector/processor/agentidentityprocessor"
+)
+
+var componentType = component.MustNewType(typeStr)
+
+// NewFactory returns the factory of the agentidentity processor.
+func NewFactory() processor.Factory {
+	return processor.NewFactory(
+		componentType,
+		createDefaultConfig,
+		processor.WithTraces(createTraces, component.StabilityLevelAlpha),
+	)
+}
+
+func createDefaultConfig() component.Config {
+	return &Config{RequireContinuation: defaultRules()}
+}
+
+func createTraces(
+	ctx context.Context,
+	set processor.Settings,
+	cfg component.Config,
+	next consumer.Traces,
+) (processor.Traces, error) {
+	p, err := newIdentityProcessor(set, cfg.(*Config))
+	if err != nil {
+		return nil, err
+	}
+	return processorhelper.NewTraces(ctx, set, cfg, next, p.processTraces,
+		processorhelper.WithCapabilities(consumer.Capabilities{MutatesData: true}))
+}

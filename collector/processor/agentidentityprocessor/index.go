@@ -1,0 +1,200 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package agentidentityprocessor // import "github.com/otel-agent-identity/otel-agent-identity/collector/processor/agentidentityprocessor"
+
+import (
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+)
+
+// Parent slots that are not span indexes.
+const (
+	parentNone    int32 = -1 // root span: no parent span id
+	parentMissing int32 = -2 // parent id not in this batch, or ambiguous
+	memoUnknown   int32 = -3 // memo slot not computed yet
+)
+
+// spanRef is one span and the service.name of its resource.
+type spanRef struct {
+	span    ptrace.Span
+	service string
+}
+
+// groupByTrace splits a batch into its traces, keeping batch order.
+func groupByTrace(td ptrace.Traces) [][]spanRef {
+	var groups [][]spanRef
+	var byID map[pcommon.TraceID]int
+	last, lastIdx := pcommon.TraceID{}, -1
+	for _, rs := range td.ResourceSpans().All() {
+		svc := serviceName(rs.Resource())
+		for _, ss := range rs.ScopeSpans().All() {
+			for _, span := range ss.Spans().All() {
+				tid := span.TraceID()
+				if lastIdx < 0 || tid != last {
+					if byID == nil {
+						byID = make(map[pcommon.TraceID]int)
+					}
+					idx, ok := byID[tid]
+					if !ok {
+						idx = len(groups)
+						byID[tid] = idx
+						groups = append(groups, nil)
+					}
+					last, lastIdx = tid, idx
+				}
+				groups[lastIdx] = append(groups[lastIdx], spanRef{span: span, service: svc})
+			}
+		}
+	}
+	return groups
+}
+
+func serviceName(res pcommon.Resource) string {
+	if v, ok := res.Attributes().Get(attrServiceName); ok && v.Type() == pcommon.ValueTypeStr && v.Str() != "" {
+		return v.Str()
+	}
+	return unknownService
+}
+
+// strAttr returns a non-empty string attribute; other types count as absent.
+func strAttr(span ptrace.Span, key string) string {
+	if v, ok := span.Attributes().Get(key); ok && v.Type() == pcommon.ValueTypeStr {
+		return v.Str()
+	}
+	return ""
+}
+
+// traceIndex is the parent/child structure of one trace (or fragment). It is
+// built per call and dropped afterwards: the processor keeps no trace state.
+type traceIndex struct {
+	spans  []spanRef
+	parent []int32 // span index, parentNone or parentMissing
+	// children of span i are kids[first[i]:first[i+1]] (CSR layout)
+	first, kids []int32
+	// reached is false for spans in (or below) a parent cycle
+	reached []bool
+	// order lists reached spans parents-first
+	order []int32
+	queue []int32
+}
+
+func buildIndex(spans []spanRef) *traceIndex {
+	n := len(spans)
+	t := &traceIndex{spans: spans, parent: make([]int32, n)}
+	ids := make(map[pcommon.SpanID]int32, n)
+	for i, s := range spans {
+		id := s.span.SpanID()
+		if _, dup := ids[id]; dup {
+			ids[id] = parentMissing // ambiguous: children are unresolved
+		} else {
+			ids[id] = int32(i)
+		}
+	}
+	counts := make([]int32, n+1)
+	for i, s := range spans {
+		pid := s.span.ParentSpanID()
+		p := parentNone
+		if !pid.IsEmpty() {
+			if j, ok := ids[pid]; ok && j >= 0 {
+				p = j
+				counts[j+1]++
+			} else {
+				p = parentMissing
+			}
+		}
+		t.parent[i] = p
+	}
+	for i := 1; i <= n; i++ {
+		counts[i] += counts[i-1]
+	}
+	t.first = counts
+	t.kids = make([]int32, counts[n])
+	fill := make([]int32, n)
+	copy(fill, counts[:n])
+	for i, p := range t.parent {
+		if p >= 0 {
+			t.kids[fill[p]] = int32(i)
+			fill[p]++
+		}
+	}
+	// Breadth-first from the roots; a span never reached sits on a cycle.
+	t.reached = make([]bool, n)
+	t.order = make([]int32, 0, n)
+	for i, p := range t.parent {
+		if p < 0 {
+			t.reached[i] = true
+			t.order = append(t.order, int32(i))
+		}
+	}
+	for k := 0; k < len(t.order); k++ {
+		i := t.order[k]
+		for _, c := range t.kids[t.first[i]:t.first[i+1]] {
+			if !t.reached[c] {
+				t.reached[c] = true
+				t.order = append(t.order, c)
+			}
+		}
+	}
+	return t
+}
+
+// sameServiceParent returns the parent of i when it is in i's service, else -1.
+func (t *traceIndex) sameServiceParent(i int32) int32 {
+	if p := t.parent[i]; p >= 0 && t.spans[p].service == t.spans[i].service {
+		return p
+	}
+	return -1
+}
+
+// nearest returns the nearest span at or above i, in i's service, for which
+// pred holds, or -1. memo (lazily allocated, one slot a span) makes repeated
+// walks linear in total. i must be reached (acyclic ancestry).
+func (t *traceIndex) nearest(memo *[]int32, i int32, pred func(int32) bool) int32 {
+	if *memo == nil {
+		*memo = make([]int32, len(t.spans))
+		for k := range *memo {
+			(*memo)[k] = memoUnknown
+		}
+	}
+	m := *memo
+	path := t.queue[:0]
+	res := int32(-1)
+	for cur := i; cur >= 0; cur = t.sameServiceParent(cur) {
+		if m[cur] != memoUnknown {
+			res = m[cur]
+			break
+		}
+		path = append(path, cur)
+		if pred(cur) {
+			res = cur
+			break
+		}
+	}
+	for _, k := range path {
+		m[k] = res
+	}
+	t.queue = path[:0]
+	return res
+}
+
+// firstBelow returns the shallowest span at or below c, in c's service, for
+// which pred holds, or -1.
+func (t *traceIndex) firstBelow(c int32, pred func(int32) bool) int32 {
+	svc := t.spans[c].service
+	q := append(t.queue[:0], c)
+	res := int32(-1)
+	for k := 0; k < len(q); k++ {
+		i := q[k]
+		if pred(i) {
+			res = i
+			break
+		}
+		for _, ch := range t.kids[t.first[i]:t.first[i+1]] {
+			if t.spans[ch].service == svc {
+				q = append(q, ch)
+			}
+		}
+	}
+	t.queue = q[:0]
+	return res
+}

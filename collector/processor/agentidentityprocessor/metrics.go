@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package agentidentityprocessor // import "github.com/otel-agent-identity/otel-agent-identity/collector/processor/agentidentityprocessor"
+
+import (
+	"context"
+	"errors"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+)
+
+// Instrument names. Through the collector's Prometheus telemetry endpoint
+// they read agent_identity_hops_total and so on (docs/attributes.md).
+// Labels are service and agent names, never conversation, execution or
+// delegation ids (unbounded cardinality).
+const (
+	metricHops                = "agent_identity.hops"
+	metricMismatches          = "agent_identity.mismatches"
+	metricUnresolved          = "agent_identity.unresolved"
+	metricDuplicateExecutions = "agent_identity.duplicate_executions"
+
+	labelCallerService = "caller_service"
+	labelCalleeService = "callee_service"
+	labelCalleeAgent   = "callee_agent"
+	labelResult        = "result"
+)
+
+type instruments struct {
+	hops, mismatches, unresolved, duplicates metric.Int64Counter
+}
+
+func newInstruments(mp metric.MeterProvider) (*instruments, error) {
+	m := mp.Meter(scopeName)
+	var ins instruments
+	var e1, e2, e3, e4 error
+	ins.hops, e1 = m.Int64Counter(metricHops, metric.WithUnit("{hop}"),
+		metric.WithDescription("Cross-service hops checked, by result."))
+	ins.mismatches, e2 = m.Int64Counter(metricMismatches, metric.WithUnit("{hop}"),
+		metric.WithDescription("Hops whose callee did not continue the caller's conversation."))
+	ins.unresolved, e3 = m.Int64Counter(metricUnresolved, metric.WithUnit("{span}"),
+		metric.WithDescription("Spans whose parent is missing, ambiguous, cyclic or in another fragment."))
+	ins.duplicates, e4 = m.Int64Counter(metricDuplicateExecutions, metric.WithUnit("{execution}"),
+		metric.WithDescription("Extra callee executions under one delegation id in a trace."))
+	return &ins, errors.Join(e1, e2, e3, e4)
+}
+
+// hopKey is the label set of hops and mismatches.
+type hopKey struct{ caller, callee, agent, result string }
+
+// pairKey is the label set of unresolved (caller empty) and duplicates.
+type pairKey struct{ caller, callee string }
+
+// tally accumulates one processTraces call so each label set is added once.
+type tally struct {
+	hops       map[hopKey]int64
+	unresolved map[string]int64
+	duplicates map[pairKey]int64
+}
+
+func (t *tally) hop(k hopKey) {
+	if t.hops == nil {
+		t.hops = make(map[hopKey]int64)
+	}
+	t.hops[k]++
+}
+
+func (t *tally) orphan(service string) {
+	if t.unresolved == nil {
+		t.unresolved = make(map[string]int64)
+	}
+	t.unresolved[service]++
+}
+
+func (t *tally) duplicate(k pairKey) {
+	if t.duplicates == nil {
+		t.duplicates = make(map[pairKey]int64)
+	}
+	t.duplicates[k]++
+}
+
+func (ins *instruments) record(ctx context.Context, t *tally) {
+	for k, n := range t.hops {
+		set := attribute.NewSet(
+			attribute.String(labelCallerService, k.caller),
+			attribute.String(labelCalleeService, k.callee),
+			attribute.String(labelCalleeAgent, k.agent))
+		ins.hops.Add(ctx, n, metric.WithAttributes(append(set.ToSlice(), attribute.String(labelResult, k.result))...))
+		if k.result == resultMismatch {
+			ins.mismatches.Add(ctx, n, metric.WithAttributeSet(set))
+		}
+	}
+	for svc, n := range t.unresolved {
+		ins.unresolved.Add(ctx, n, metric.WithAttributes(attribute.String(labelCalleeService, svc)))
+	}
+	for k, n := range t.duplicates {
+		ins.duplicates.Add(ctx, n, metric.WithAttributes(
+			attribute.String(labelCallerService, k.caller),
+			attribute.String(labelCalleeService, k.callee)))
+	}
+}

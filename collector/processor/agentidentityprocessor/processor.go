@@ -1,0 +1,228 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package agentidentityprocessor // import "github.com/otel-agent-identity/otel-agent-identity/collector/processor/agentidentityprocessor"
+
+import (
+	"context"
+	"slices"
+	"strings"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/processor"
+)
+
+type identityProcessor struct {
+	backfill bool
+	rules    []rule
+	ins      *instruments
+}
+
+// rule is a ContinuationRule ready for matching.
+type rule struct {
+	kind           ptrace.SpanKind // SpanKindUnspecified: any
+	attrs          map[string]string
+	caller, callee string
+}
+
+func newIdentityProcessor(set processor.Settings, cfg *Config) (*identityProcessor, error) {
+	ins, err := newInstruments(set.MeterProvider)
+	if err != nil {
+		return nil, err
+	}
+	p := &identityProcessor{backfill: cfg.Backfill, ins: ins}
+	for _, r := range cfg.RequireContinuation {
+		p.rules = append(p.rules, rule{
+			kind:   spanKinds[strings.ToLower(r.CallerSpanKind)],
+			attrs:  r.CallerAttributes,
+			caller: r.CallerService,
+			callee: r.CalleeService,
+		})
+	}
+	return p, nil
+}
+
+// processTraces analyses each trace of the batch in place. It keeps no
+// state between calls and is safe for concurrent use.
+func (p *identityProcessor) processTraces(ctx context.Context, td ptrace.Traces) (ptrace.Traces, error) {
+	var t tally
+	for _, spans := range groupByTrace(td) {
+		p.processTrace(spans, &t)
+	}
+	p.ins.record(ctx, &t)
+	return td, nil
+}
+
+// trace holds the per-trace analysis state.
+type trace struct {
+	*traceIndex
+	convMemo, delegMemo []int32
+	ruleMemo            [][]int32
+	deleg               map[pairKey][]delegated
+}
+
+// delegated is one hop made under a delegation id.
+type delegated struct {
+	entry     int32
+	execution string
+	start     pcommon.Timestamp
+	callee    string
+}
+
+func (p *identityProcessor) processTrace(spans []spanRef, t *tally) {
+	tr := &trace{traceIndex: buildIndex(spans), ruleMemo: make([][]int32, len(p.rules))}
+	for i := range spans {
+		c := int32(i)
+		par := tr.parent[c]
+		switch {
+		case par == parentMissing || !tr.reached[c]:
+			spans[c].span.Attributes().PutStr(attrHopResult, resultUnresolved)
+			t.orphan(spans[c].service)
+		case par >= 0 && spans[par].service != spans[c].service:
+			p.checkHop(tr, par, c, t)
+		}
+	}
+	p.markDuplicates(tr, t)
+	if p.backfill {
+		tr.backfill()
+	}
+}
+
+func (tr *trace) hasConv(i int32) bool { return strAttr(tr.spans[i].span, attrConversationID) != "" }
+
+func (tr *trace) isAgent(i int32) bool {
+	return strAttr(tr.spans[i].span, attrOperationName) == operationInvokeAgent
+}
+
+// checkHop compares the caller's and the callee's conversation on hop par -> c.
+func (p *identityProcessor) checkHop(tr *trace, par, c int32, t *tally) {
+	caller, callee := tr.spans[par], tr.spans[c]
+	from := int32(-1) // caller span whose request is compared
+	for k := range p.rules {
+		r := &p.rules[k]
+		if (r.caller != "" && r.caller != caller.service) || (r.callee != "" && r.callee != callee.service) {
+			continue
+		}
+		if from = tr.nearest(&tr.ruleMemo[k], par, func(i int32) bool { return r.matches(tr.spans[i].span) }); from >= 0 {
+			break
+		}
+	}
+	required := from >= 0
+	if !required {
+		from = par
+	}
+	callerConv := ""
+	if i := tr.nearest(&tr.convMemo, from, tr.hasConv); i >= 0 {
+		callerConv = strAttr(tr.spans[i].span, attrConversationID)
+	}
+	calleeConv, agent, execution := "", "", ""
+	if a := tr.firstBelow(c, tr.isAgent); a >= 0 {
+		as := tr.spans[a].span
+		calleeConv, agent, execution = strAttr(as, attrConversationID), strAttr(as, attrAgentName), strAttr(as, attrExecutionID)
+	}
+	if execution == "" {
+		execution = strAttr(callee.span, attrExecutionID)
+	}
+
+	result := resultNotRequired
+	switch {
+	case !required:
+	case callerConv == "":
+		result = resultCallerUnknown
+	case calleeConv == "":
+		result = resultCalleeUnknown
+	case callerConv == calleeConv:
+		result = resultContinued
+	default:
+		result = resultMismatch
+	}
+	attrs := callee.span.Attributes()
+	attrs.PutStr(attrHopResult, result)
+	attrs.PutStr(attrHopCallerService, caller.service)
+	if result == resultContinued || result == resultMismatch {
+		attrs.PutBool(attrHopMismatch, result == resultMismatch)
+	}
+	if callerConv != "" {
+		attrs.PutStr(attrHopCallerConversationID, callerConv)
+	}
+	if calleeConv != "" {
+		attrs.PutStr(attrHopCalleeConversationID, calleeConv)
+	}
+	t.hop(hopKey{caller: caller.service, callee: callee.service, agent: agent, result: result})
+
+	if execution == "" {
+		return
+	}
+	d := tr.nearest(&tr.delegMemo, par, func(i int32) bool { return strAttr(tr.spans[i].span, attrDelegationID) != "" })
+	if d < 0 {
+		return
+	}
+	if tr.deleg == nil {
+		tr.deleg = make(map[pairKey][]delegated)
+	}
+	key := pairKey{caller: caller.service, callee: strAttr(tr.spans[d].span, attrDelegationID)}
+	tr.deleg[key] = append(tr.deleg[key], delegated{
+		entry: c, execution: execution, start: callee.span.StartTimestamp(), callee: callee.service,
+	})
+}
+
+func (r *rule) matches(span ptrace.Span) bool {
+	if r.kind != ptrace.SpanKindUnspecified && span.Kind() != r.kind {
+		return false
+	}
+	for k, want := range r.attrs {
+		got := strAttr(span, k)
+		if got == "" || (want != "" && got != want) {
+			return false
+		}
+	}
+	return true
+}
+
+// markDuplicates flags the callee entry spans of the second and later distinct
+// executions made under one delegation id (ordered by entry start time).
+func (p *identityProcessor) markDuplicates(tr *trace, t *tally) {
+	for key, hops := range tr.deleg {
+		if len(hops) < 2 {
+			continue
+		}
+		slices.SortStableFunc(hops, func(a, b delegated) int {
+			switch {
+			case a.start < b.start:
+				return -1
+			case a.start > b.start:
+				return 1
+			}
+			return int(a.entry - b.entry)
+		})
+		seen := map[string]bool{hops[0].execution: true}
+		for _, h := range hops[1:] {
+			if h.execution == hops[0].execution {
+				continue
+			}
+			tr.spans[h.entry].span.Attributes().PutBool(attrDelegationDuplicate, true)
+			if !seen[h.execution] {
+				seen[h.execution] = true
+				t.duplicate(pairKey{caller: key.caller, callee: h.callee})
+			}
+		}
+	}
+}
+
+// backfill copies the conversation id down to same-service descendants.
+func (tr *trace) backfill() {
+	for _, i := range tr.order {
+		if tr.hasConv(i) {
+			continue
+		}
+		par := tr.sameServiceParent(i)
+		if par < 0 {
+			continue
+		}
+		if a := tr.nearest(&tr.convMemo, par, tr.hasConv); a >= 0 {
+			attrs := tr.spans[i].span.Attributes()
+			attrs.PutStr(attrConversationID, strAttr(tr.spans[a].span, attrConversationID))
+			attrs.PutBool(attrConversationBackfilled, true)
+		}
+	}
+}

@@ -1,0 +1,101 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Two instrumented processes for the collector end-to-end tests.
+
+Plain OpenTelemetry SDK + OTLP/HTTP, spans shaped like the instrumentation's:
+
+- ``caller`` (service A): an ``invoke_agent`` INTERNAL span with its own
+  conversation, and below it the A2A send: a CLIENT ``invoke_agent`` span
+  carrying ``gen_ai.conversation.id`` = the contextId it sends and an
+  ``agent_identity.delegation.id``. For each attempt it starts the ``callee``
+  as a second process and hands it the W3C traceparent in ``TRACEPARENT``.
+- ``callee`` (service B): a SERVER span (child of the client span) and below it
+  its agent's ``invoke_agent`` span with the conversation it actually used,
+  and a chat span without a conversation id (a backfill target).
+
+The caller prints the trace id (hex) on stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import uuid
+
+from opentelemetry import trace
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.propagate import extract, inject
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+CONV = "gen_ai.conversation.id"
+OP = "gen_ai.operation.name"
+AGENT = "gen_ai.agent.name"
+EXECUTION = "agent_identity.execution.id"
+DELEGATION = "agent_identity.delegation.id"
+
+
+def _tracer(service: str, endpoint: str) -> tuple[TracerProvider, trace.Tracer]:
+    provider = TracerProvider(resource=Resource.create({"service.name": service}))
+    provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=f"{endpoint}/v1/traces")))
+    return provider, provider.get_tracer("agent-identity-e2e")
+
+
+def caller(args: argparse.Namespace) -> None:
+    provider, tracer = _tracer(args.service, args.endpoint)
+    execution = uuid.uuid4().hex
+    with tracer.start_as_current_span(
+        f"invoke_agent {args.service}",
+        kind=trace.SpanKind.INTERNAL,
+        attributes={OP: "invoke_agent", AGENT: args.service, CONV: args.conversation, EXECUTION: execution},
+    ) as root:
+        attrs = {OP: "invoke_agent", AGENT: args.callee_service, EXECUTION: execution,
+                 DELEGATION: uuid.uuid4().hex}
+        if args.context_id:
+            attrs[CONV] = args.context_id
+        with tracer.start_as_current_span(f"invoke_agent {args.callee_service}",
+                                          kind=trace.SpanKind.CLIENT, attributes=attrs):
+            for _ in range(args.attempts):
+                carrier: dict[str, str] = {}
+                inject(carrier)
+                env = dict(os.environ, TRACEPARENT=carrier["traceparent"])
+                cmd = [sys.executable, __file__, "callee", "--service", args.callee_service,
+                       "--endpoint", args.endpoint, "--conversation", args.callee_conversation]
+                subprocess.run(cmd, env=env, check=True)
+        trace_id = root.get_span_context().trace_id
+    provider.shutdown()
+    print(f"{trace_id:032x}")
+
+
+def callee(args: argparse.Namespace) -> None:
+    provider, tracer = _tracer(args.service, args.endpoint)
+    ctx = extract({"traceparent": os.environ["TRACEPARENT"]})
+    with tracer.start_as_current_span("POST /", context=ctx, kind=trace.SpanKind.SERVER):
+        attrs = {OP: "invoke_agent", AGENT: args.service, EXECUTION: uuid.uuid4().hex}
+        if args.conversation:
+            attrs[CONV] = args.conversation
+        with tracer.start_as_current_span(f"invoke_agent {args.service}", attributes=attrs):
+            with tracer.start_as_current_span("chat model", kind=trace.SpanKind.CLIENT,
+                                              attributes={OP: "chat"}):
+                pass
+    provider.shutdown()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("role", choices=["caller", "callee"])
+    parser.add_argument("--service", required=True)
+    parser.add_argument("--endpoint", required=True, help="OTLP/HTTP base URL")
+    parser.add_argument("--conversation", default="", help="this agent's own conversation id")
+    parser.add_argument("--context-id", default="", help="caller: contextId sent to the callee")
+    parser.add_argument("--callee-service", default="specialist")
+    parser.add_argument("--callee-conversation", default="", help="conversation the callee uses")
+    parser.add_argument("--attempts", type=int, default=1, help="caller: sends of one delegation")
+    args = parser.parse_args()
+    (caller if args.role == "caller" else callee)(args)
+
+
+if __name__ == "__main__":
+    main()
