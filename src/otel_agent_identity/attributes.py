@@ -30,3 +30,16 @@ UPSTREAM_CONVERSATION_ID = "agent_identity.upstream.conversation.id"
 UPSTREAM_EXECUTION_ID = "agent_identity.upstream.execution.id"
 UPSTREAM_DELEGATION_ID = "agent_identity.upstream.delegation.id"
 UPSTREAM_MISMATCH = "agent_identity.upstream.mismatch"
+
+# A2A semantic conventions (GenAI semconv "Agent2Agent Protocol" page, docs/gen-ai/a2a.md and
+# docs/registry/attributes/a2a.md in open-telemetry/semantic-conventions-genai, status Development).
+# The installed opentelemetry-semantic-conventions package does not define them yet.
+A2A_METHOD_NAME = "a2a.method.name"
+A2A_MESSAGE_ID = "a2a.message.id"
+A2A_MESSAGE_REFERENCE_TASK_IDS = "a2a.message.reference_task_ids"
+A2A_TASK_ID = "a2a.task.id"
+A2A_TASK_STATE = "a2a.task.state"
+A2A_TENANT = "a2a.tenant"
+A2A_PROTOCOL_VERSION = "a2a.protocol.version"
+SERVER_ADDRESS = "server.address"
+SERVER_PORT = "server.port"

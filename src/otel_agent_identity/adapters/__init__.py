@@ -4,4 +4,11 @@ requirement strings of the versions it knows), ``instrument(handler)`` and ``uni
 #: adapter name -> module, in instrumentation order
 ADAPTERS = {
     "agent_framework": "otel_agent_identity.adapters.agent_framework",
+    "a2a": "otel_agent_identity.adapters.a2a_sdk",
+    "mcp": "otel_agent_identity.adapters.mcp",
+    "http": "otel_agent_identity.adapters.http_clients",
 }
+
+#: boundary guards (identity never leaves the process): installed whenever their library is
+#: importable, whatever ``frameworks`` says
+GUARDS = frozenset({"mcp", "http"})

@@ -1,0 +1,135 @@
+"""Pure, tolerant readers of a2a-sdk protobuf objects -> A2A semconv span attributes.
+
+Every function accepts any object (missing fields read as absent) and never raises on odd input.
+Ids come from these protocol fields: ``Message.message_id`` -> ``a2a.message.id``;
+``Message.context_id`` / ``Task.context_id`` / ``TaskStatusUpdateEvent.context_id`` ->
+``gen_ai.conversation.id``; ``Message.task_id`` / ``Task.id`` / ``*UpdateEvent.task_id`` ->
+``a2a.task.id``; ``TaskStatus.state`` -> ``a2a.task.state`` (enum name, e.g. ``TASK_STATE_COMPLETED``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+from urllib.parse import urlsplit
+
+from otel_agent_identity import attributes as attrs
+
+SEND_MESSAGE = "SendMessage"
+SEND_STREAMING_MESSAGE = "SendStreamingMessage"
+
+
+def _str(value: Any) -> Optional[str]:
+    return value if isinstance(value, str) and value else None
+
+
+def method_name(streaming: bool) -> str:
+    """``SendStreamingMessage`` or ``SendMessage`` (the A2A method names of the semconv)."""
+    return SEND_STREAMING_MESSAGE if streaming else SEND_MESSAGE
+
+
+def client_streams(client: Any) -> bool:
+    """Whether ``BaseClient.send_message`` will use the streaming method (config and card agree)."""
+    config = getattr(client, "_config", None)
+    card = getattr(client, "_card", None)
+    caps = getattr(card, "capabilities", None)
+    return bool(getattr(config, "streaming", False) and getattr(caps, "streaming", False))
+
+
+def card_name(client: Any) -> Optional[str]:
+    """The target Agent Card's ``name`` (str) or None."""
+    return _str(getattr(getattr(client, "_card", None), "name", None))
+
+
+def message_attributes(message: Any) -> dict[str, Any]:
+    """``a2a.message.id``, ``a2a.task.id``, ``a2a.message.reference_task_ids`` and
+    ``gen_ai.conversation.id`` (the ``context_id`` as sent) of a request ``Message``."""
+    out: dict[str, Any] = {}
+    for key, field in (
+        (attrs.A2A_MESSAGE_ID, "message_id"),
+        (attrs.A2A_TASK_ID, "task_id"),
+        (attrs.GEN_AI_CONVERSATION_ID, "context_id"),
+    ):
+        value = _str(getattr(message, field, None))
+        if value:
+            out[key] = value
+    refs = [r for r in (getattr(message, "reference_task_ids", None) or ()) if _str(r)]
+    if refs:
+        out[attrs.A2A_MESSAGE_REFERENCE_TASK_IDS] = refs
+    return out
+
+
+def request_attributes(request: Any, client: Any = None, *, streaming: bool = False) -> dict[str, Any]:
+    """Client-side attributes of a ``SendMessageRequest`` (and the ``BaseClient`` sending it)."""
+    out: dict[str, Any] = {attrs.A2A_METHOD_NAME: method_name(streaming)}
+    out.update(message_attributes(getattr(request, "message", None)))
+    tenant = _str(getattr(request, "tenant", None))
+    if tenant:
+        out[attrs.A2A_TENANT] = tenant
+    if client is not None:
+        out.update(_endpoint_attributes(client))
+    return out
+
+
+def _endpoint_attributes(client: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    url = _str(getattr(getattr(client, "_transport", None), "url", None))
+    interfaces = getattr(getattr(client, "_card", None), "supported_interfaces", None) or ()
+    for interface in interfaces:
+        if url is None or getattr(interface, "url", None) == url:
+            url = url or _str(getattr(interface, "url", None))
+            version = _str(getattr(interface, "protocol_version", None))
+            if version:
+                out[attrs.A2A_PROTOCOL_VERSION] = version
+            break
+    if url:
+        try:
+            parts = urlsplit(url)
+            if parts.hostname:
+                out[attrs.SERVER_ADDRESS] = parts.hostname
+            if parts.port:
+                out[attrs.SERVER_PORT] = parts.port
+        except ValueError:
+            pass
+    return out
+
+
+def event_facts(item: Any) -> dict[str, Any]:
+    """``{"context_id", "task_id", "state"}`` (each optional) of a response: a ``StreamResponse``
+    (client), or a ``Task`` / ``Message`` / update event (server)."""
+    payload = item
+    which = getattr(item, "WhichOneof", None)
+    if callable(which):
+        try:
+            kind = which("payload")
+        except ValueError:  # not a StreamResponse: the object itself is the event
+            kind = None
+        if kind:
+            payload = getattr(item, kind)
+    out: dict[str, Any] = {}
+    context_id = _str(getattr(payload, "context_id", None))
+    if context_id:
+        out["context_id"] = context_id
+    task_id = _str(getattr(payload, "task_id", None))
+    if task_id is None and hasattr(payload, "status"):  # a Task: its id is the task id
+        task_id = _str(getattr(payload, "id", None))
+    if task_id:
+        out["task_id"] = task_id
+    state = getattr(getattr(payload, "status", None), "state", None)
+    if isinstance(state, int) and state:
+        try:
+            from a2a.types import TaskState
+
+            out["state"] = TaskState.Name(state)
+        except Exception:  # noqa: BLE001 - unknown enum value
+            pass
+    return out
+
+
+def event_attributes(observed: dict[str, Any]) -> dict[str, Any]:
+    """Span attributes of :func:`event_facts` output (the conversation id is left to extractors)."""
+    out: dict[str, Any] = {}
+    if observed.get("task_id"):
+        out[attrs.A2A_TASK_ID] = observed["task_id"]
+    if observed.get("state"):
+        out[attrs.A2A_TASK_STATE] = observed["state"]
+    return out

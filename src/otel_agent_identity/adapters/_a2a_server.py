@@ -1,0 +1,191 @@
+"""Server half of the a2a-sdk adapter: one SERVER span per ``on_message_send(_stream)`` call.
+
+``on_message_send(params: SendMessageRequest, context: ServerCallContext) -> Task | Message`` and
+``on_message_send_stream(params, context) -> AsyncGenerator[event]``. The span's parent is the
+current span when a transport instrumentation already started one (it extracted the headers
+itself), else the W3C ``traceparent`` of ``context.state["headers"]`` (the JSON-RPC and REST routes
+put the HTTP request headers there). Only trace context is read here; identity forwarded by an
+allowlisted caller is the boundary guard's (``otel_agent_identity.boundary.record_upstream``).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Mapping, Optional
+
+import wrapt
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.trace import SpanKind, Status, StatusCode
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+from otel_agent_identity import attributes as attrs
+from otel_agent_identity.adapters import _a2a_attrs as facts
+
+_logger = logging.getLogger(__name__)
+_PROPAGATOR = TraceContextTextMapPropagator()
+
+
+def _headers(call_context: Any) -> Mapping[str, str]:
+    state = getattr(call_context, "state", None)
+    headers = state.get("headers") if isinstance(state, Mapping) else None
+    if not isinstance(headers, Mapping):
+        return {}
+    return {str(k).lower(): v for k, v in headers.items() if isinstance(v, str)}
+
+
+def _parent(headers: Mapping[str, str]) -> otel_context.Context:
+    """The current context when it already continues the caller's trace (a transport server span
+    extracted the headers), else the context extracted from ``traceparent``. a2a-sdk's own
+    method spans (``OTEL_INSTRUMENTATION_A2A_SDK_ENABLED``) start a new trace per request: they
+    are current here but are not the caller's trace, so they lose to the header."""
+    current = trace.get_current_span().get_span_context()
+    extracted = _PROPAGATOR.extract(headers)
+    remote = trace.get_current_span(extracted).get_span_context()
+    if not remote.is_valid or (current.is_valid and current.trace_id == remote.trace_id):
+        return otel_context.get_current()
+    return extracted
+
+
+def _agent_name(handler: Any) -> Optional[str]:
+    card = getattr(handler, "_agent_card", None) or getattr(handler, "agent_card", None)
+    name = getattr(card, "name", None)
+    return name if isinstance(name, str) and name else None
+
+
+def _record_upstream(span: Any, headers: Mapping[str, str]) -> None:
+    """Hand the request's W3C baggage to the boundary guard (it records allowlisted identity)."""
+    if "baggage" not in headers:
+        return
+    try:
+        from opentelemetry import baggage
+        from opentelemetry.baggage.propagation import W3CBaggagePropagator
+
+        from otel_agent_identity.boundary import record_upstream
+
+        record_upstream(span, baggage.get_all(W3CBaggagePropagator().extract(headers)))
+    except Exception:  # noqa: BLE001
+        _logger.debug("otel-agent-identity: record_upstream failed", exc_info=True)
+
+
+def start_server_span(tracer: trace.Tracer, handler: Any, params: Any, call_context: Any, streaming: bool):
+    """Start the SERVER span of one A2A request; returns ``(span, context with the span)``."""
+    headers = _headers(call_context)
+    parent = _parent(headers)
+    span_attrs: dict[str, Any] = {attrs.A2A_METHOD_NAME: facts.method_name(streaming)}
+    span_attrs.update(facts.message_attributes(getattr(params, "message", None)))
+    tenant = getattr(params, "tenant", None)
+    if isinstance(tenant, str) and tenant:
+        span_attrs[attrs.A2A_TENANT] = tenant
+    version = headers.get("a2a-version")
+    if version:
+        span_attrs[attrs.A2A_PROTOCOL_VERSION] = version
+    name = _agent_name(handler)
+    if name:
+        span_attrs[attrs.GEN_AI_AGENT_NAME] = name
+    span = tracer.start_span(facts.method_name(streaming), context=parent, kind=SpanKind.SERVER, attributes=span_attrs)
+    _record_upstream(span, headers)
+    return span, trace.set_span_in_context(span, parent)
+
+
+def observe(span: Any, event: Any) -> None:
+    """Put an outgoing event's task id, state and (server-assigned) context id on the span."""
+    try:
+        seen = facts.event_facts(event)
+        if not span.is_recording():
+            return
+        span.set_attributes(facts.event_attributes(seen))
+        if seen.get("context_id"):
+            span.set_attribute(attrs.GEN_AI_CONVERSATION_ID, seen["context_id"])
+    except Exception:  # noqa: BLE001
+        _logger.debug("otel-agent-identity: could not read an a2a server event", exc_info=True)
+
+
+def end(span: Any, error: Optional[BaseException] = None) -> None:
+    try:
+        if error is not None and not isinstance(error, GeneratorExit):
+            span.set_status(Status(StatusCode.ERROR, str(error)))
+            span.set_attribute("error.type", type(error).__qualname__)
+        span.end()
+    except Exception:  # noqa: BLE001
+        pass
+
+
+def server_wrapper(tracer: trace.Tracer, streaming: bool):
+    """Wrapper of ``on_message_send`` (``streaming=False``) or ``on_message_send_stream``."""
+
+    def wrapper(wrapped, instance, args, kwargs):
+        try:
+            params = args[0] if args else kwargs.get("params")
+            call_context = args[1] if len(args) > 1 else kwargs.get("context")
+            span, ctx = start_server_span(tracer, instance, params, call_context, streaming)
+        except Exception:  # noqa: BLE001 - never break the application
+            _logger.debug("otel-agent-identity: a2a server span failed", exc_info=True)
+            return wrapped(*args, **kwargs)
+        if streaming:
+            token = otel_context.attach(ctx)
+            try:
+                stream = wrapped(*args, **kwargs)
+            except BaseException as exc:
+                end(span, exc)
+                raise
+            finally:
+                otel_context.detach(token)
+            return ServerStream(stream, span, ctx)
+        return _send(wrapped, args, kwargs, span, ctx)
+
+    return wrapper
+
+
+async def _send(wrapped, args, kwargs, span, ctx):
+    token = otel_context.attach(ctx)
+    try:
+        result = await wrapped(*args, **kwargs)
+    except BaseException as exc:
+        end(span, exc)
+        raise
+    finally:
+        otel_context.detach(token)
+    observe(span, result)
+    end(span)
+    return result
+
+
+class ServerStream(wrapt.ObjectProxy):
+    """The handler's event stream; every pull runs in the SERVER span's context (the executor is
+    scheduled during the first pull and captures it). The span ends with the stream."""
+
+    def __init__(self, wrapped: Any, span: Any, ctx: Any) -> None:
+        super().__init__(wrapped)
+        self._self_span = span
+        self._self_ctx = ctx
+        self._self_done = False
+
+    def __aiter__(self):
+        return self
+
+    def _finish(self, error: Optional[BaseException] = None) -> None:
+        if not self._self_done:
+            self._self_done = True
+            end(self._self_span, error)
+
+    async def __anext__(self):
+        token = otel_context.attach(self._self_ctx)
+        try:
+            event = await self.__wrapped__.__anext__()
+        except StopAsyncIteration:
+            self._finish()
+            raise
+        except BaseException as exc:
+            self._finish(exc)
+            raise
+        finally:
+            otel_context.detach(token)
+        observe(self._self_span, event)
+        return event
+
+    async def aclose(self):
+        try:
+            await self.__wrapped__.aclose()
+        finally:
+            self._finish()

@@ -1,0 +1,205 @@
+"""a2a-sdk (>= 1.3, protocol 1.0): every ``SendMessage`` is a delegation, both sides in one trace.
+
+Client (``a2a.client.base_client.BaseClient.send_message``, which Agent Framework's ``A2AAgent``
+also calls): injects W3C ``traceparent`` (only trace context, never baggage: identity crossing a
+boundary is the guard's business) into ``ClientCallContext.service_parameters``, which the HTTP
+transports send as headers and gRPC as metadata. Inside an ``A2AAgent`` run the send enriches that
+run's CLIENT ``invoke_agent`` span; a direct send gets a CLIENT ``invoke_agent`` span of its own.
+
+Delegation id of a send: ``otel_agent_identity.delegation(key=...)`` when the application gave one,
+else UUID5 of the request's ``Message.message_id`` (so re-sending the same message keeps the id),
+else a UUID4. Conversation id of a direct send: ``Message.context_id`` as sent, else the
+``context_id`` the server assigned in its first response event.
+
+Server (``DefaultRequestHandlerV2`` and ``LegacyRequestHandler`` ``on_message_send`` /
+``on_message_send_stream``): a SERVER span named after the A2A method, parented on the
+``traceparent`` header (``ServerCallContext.state["headers"]``) unless a transport server span is
+already current. The executor runs in a copy of that context (a2a-sdk captures it per request), so
+the serving agent run is its descendant. Attributes: :mod:`otel_agent_identity.adapters._a2a_attrs`.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Optional
+
+import wrapt
+from opentelemetry import trace
+from opentelemetry.instrumentation.utils import unwrap
+from opentelemetry.trace import SpanKind
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+from otel_agent_identity import attributes as attrs
+from otel_agent_identity._runs import RunHandler, SpanSpec
+from otel_agent_identity.adapters import _a2a_attrs as facts
+from otel_agent_identity.adapters._a2a_server import server_wrapper
+from otel_agent_identity.scope import current_scope, new_delegation_id
+
+NAME = "a2a"
+REQUIREMENTS = ("a2a-sdk >= 1.3, < 2",)
+
+_logger = logging.getLogger(__name__)
+_PROPAGATOR = TraceContextTextMapPropagator()  # traceparent/tracestate only; baggage never rides along
+_wrapped: list[tuple[Any, str]] = []
+
+
+class SendTarget:
+    """What the extractor of a direct send looks at (the ``session`` of its run).
+
+    ``context_id`` is the request's ``Message.context_id``, replaced by the server's when the
+    request had none (first turn). Register an override for ``BaseClient`` to report another id.
+    """
+
+    def __init__(self, context_id: Optional[str]) -> None:
+        self.context_id = context_id or None
+
+
+def context_rule(agent: Any, session: Any, call: Any) -> Optional[str]:
+    """Framework rule of a direct send: the A2A ``contextId`` (str) of :class:`SendTarget`."""
+    return getattr(session, "context_id", None)
+
+
+def inject_trace_context(request_context: Any, ctx: Any = None) -> Any:
+    """Return a ``ClientCallContext`` whose ``service_parameters`` carry ``traceparent`` of ``ctx``.
+
+    Args:
+        request_context: the caller's ``a2a.client.ClientCallContext`` or None (a new one is made;
+            the caller's is copied, never mutated).
+        ctx: an OpenTelemetry ``Context``; the current one when None.
+    """
+    from a2a.client.client import ClientCallContext
+
+    carrier: dict[str, str] = {}
+    _PROPAGATOR.inject(carrier, context=ctx)
+    if not carrier:
+        return request_context
+    if request_context is None:
+        return ClientCallContext(service_parameters=carrier)
+    params = dict(request_context.service_parameters or {})
+    params.update(carrier)
+    return request_context.model_copy(update={"service_parameters": params})
+
+
+def _enclosing_agent_span(scope: Any) -> Optional[trace.Span]:
+    """The CLIENT ``invoke_agent`` span of an ``A2AAgent`` run, when this send is that run's."""
+    span = trace.get_current_span()
+    if scope is None or scope.delegation_id is None or not span.is_recording():
+        return None
+    if getattr(span, "kind", None) is not SpanKind.CLIENT:
+        return None
+    span_attrs = getattr(span, "attributes", None) or {}
+    return span if span_attrs.get(attrs.GEN_AI_OPERATION_NAME) == attrs.INVOKE_AGENT else None
+
+
+def _send_wrapper(handler: RunHandler):
+    """Wrapper of ``BaseClient.send_message(request, *, context=None)`` (an async generator)."""
+
+    def wrapper(wrapped, instance, args, kwargs):
+        try:
+            hop = _begin_send(handler, instance, args, kwargs)
+        except Exception:  # noqa: BLE001 - never break the application
+            _logger.debug("otel-agent-identity: a2a send tracking failed", exc_info=True)
+            hop = None
+        if hop is None:
+            return wrapped(*args, **kwargs)
+        run, span, target, kwargs = hop
+        if run is not None:
+            return SendStream(run.call(wrapped, args, kwargs), span, run, target)
+        return SendStream(wrapped(*args, **kwargs), span, None, None)
+
+    return wrapper
+
+
+def _begin_send(handler: RunHandler, client: Any, args: tuple, kwargs: dict):
+    request = args[0] if args else kwargs.get("request")
+    message = getattr(request, "message", None)
+    did = new_delegation_id(transport_key=getattr(message, "message_id", None) or None)
+    request_attrs = facts.request_attributes(request, client, streaming=facts.client_streams(client))
+    scope = current_scope()
+    span = _enclosing_agent_span(scope)
+    kwargs = dict(kwargs)
+    if span is not None:  # A2AAgent run: its span is this delegation
+        if scope.delegation_id != did:
+            scope.delegation_id = did
+            scope.refresh()
+        request_attrs.pop(attrs.GEN_AI_CONVERSATION_ID, None)  # the A2AAgent extractor's to set
+        span.set_attributes(request_attrs)
+        span.set_attribute(attrs.DELEGATION_ID, did)
+        kwargs["context"] = inject_trace_context(kwargs.get("context"))
+        return None, span, None, kwargs
+    name = facts.card_name(client)
+    spec_attrs = {attrs.GEN_AI_OPERATION_NAME: attrs.INVOKE_AGENT, **request_attrs}
+    if name:
+        spec_attrs[attrs.GEN_AI_AGENT_NAME] = name
+    target = SendTarget(getattr(message, "context_id", None))
+    run = handler.start(
+        framework=NAME, agent=client, session=target,
+        args=args, kwargs=kwargs, rule=context_rule,
+        span=SpanSpec(f"{attrs.INVOKE_AGENT} {name or 'a2a'}", SpanKind.CLIENT, spec_attrs),
+        delegation_id=did,
+    )
+    if run is None:
+        return None
+    kwargs["context"] = inject_trace_context(kwargs.get("context"), trace.set_span_in_context(run.span))
+    return run, run.span, target, kwargs
+
+
+class SendStream(wrapt.ObjectProxy):
+    """The send's response stream: each event's task/context ids go on the delegation span.
+
+    For a direct send, ``run`` is the send's own run: a server-assigned ``context_id`` becomes the
+    conversation id (read by :func:`context_rule` when the run finishes).
+    """
+
+    def __init__(self, wrapped: Any, span: Any, run: Any, target: Optional[SendTarget]) -> None:
+        super().__init__(wrapped)
+        self._self_span = span
+        self._self_run = run
+        self._self_target = target
+
+    def __aiter__(self):
+        return self
+
+    async def __anext__(self):
+        item = await self.__wrapped__.__anext__()
+        try:
+            observed = facts.event_facts(item)
+            target = self._self_target
+            if target is not None and target.context_id is None and observed.get("context_id"):
+                target.context_id = observed["context_id"]  # first turn: the server's id
+                self._self_run.scope.learn(target.context_id)
+            if self._self_span.is_recording():
+                self._self_span.set_attributes(facts.event_attributes(observed))
+        except Exception:  # noqa: BLE001
+            _logger.debug("otel-agent-identity: could not read an a2a event", exc_info=True)
+        return item
+
+
+def instrument(handler: RunHandler) -> None:
+    """Wrap the client send and the server request handlers present in this a2a-sdk version."""
+    import importlib
+
+    base = importlib.import_module("a2a.client.base_client")
+    wrapt.wrap_function_wrapper(base.BaseClient, "send_message", _send_wrapper(handler))
+    _wrapped.append((base.BaseClient, "send_message"))
+    for module_name, cls_name in (
+        ("a2a.server.request_handlers.default_request_handler_v2", "DefaultRequestHandlerV2"),
+        ("a2a.server.request_handlers.default_request_handler", "LegacyRequestHandler"),
+    ):
+        try:
+            cls = getattr(importlib.import_module(module_name), cls_name)
+        except (ImportError, AttributeError):
+            continue
+        for method, streaming in (("on_message_send", False), ("on_message_send_stream", True)):
+            if method in cls.__dict__:
+                wrapt.wrap_function_wrapper(cls, method, server_wrapper(handler.tracer, streaming))
+                _wrapped.append((cls, method))
+
+
+def uninstrument() -> None:
+    """Restore every wrapped method."""
+    while _wrapped:
+        cls, method = _wrapped.pop()
+        unwrap(cls, method)
+
+
