@@ -103,3 +103,20 @@ async def test_nested_run_gets_own_scope_and_restores_outer(instrumentor, export
     inner_children = [s for s in spans if s.parent and s.parent.span_id == inner_span.context.span_id]
     assert inner_children and all(s.attributes[EXEC] == inner_span.attributes[EXEC] for s in inner_children)
     assert otel_agent_identity.current_scope() is None
+
+
+async def test_workflow_agent_gets_our_internal_span_and_nested_agent_its_own_scope(instrumentor, exporter):
+    from agent_framework import WorkflowBuilder
+    from opentelemetry.trace import SpanKind
+
+    workflow_agent = WorkflowBuilder(start_executor=make_agent("service", name="writer")).build().as_agent(name="pipeline")
+    session = workflow_agent.create_session()
+    await workflow_agent.run("hello", session=session)
+    spans = exporter.get_finished_spans()
+    pipeline = next(s for s in spans if s.name == "invoke_agent pipeline")
+    writer = next(s for s in spans if s.name == "invoke_agent writer")
+    assert pipeline.kind is SpanKind.INTERNAL and pipeline.instrumentation_scope.name == "otel_agent_identity"
+    assert pipeline.attributes[CONV] == session.session_id
+    assert writer.attributes["agent_identity.parent.execution.id"] == pipeline.attributes[EXEC]
+    workflow_spans = [s for s in spans if s.name.startswith(("workflow.run", "executor.process"))]
+    assert workflow_spans and all(s.attributes[EXEC] == pipeline.attributes[EXEC] for s in workflow_spans)
