@@ -1,0 +1,84 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package agentidentityprocessor
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/golden/*/expected.json")
+
+// goldenInput is testdata/golden/<case>/input.json: a config (as in collector
+// YAML) and fragments, each sent to the processor as one batch.
+type goldenInput struct {
+	Config    map[string]any `json:"config"`
+	Fragments [][]spanIn     `json:"fragments"`
+}
+
+type spanOut struct {
+	ID      string         `json:"id"`
+	Service any            `json:"service,omitempty"`
+	Attrs   map[string]any `json:"attrs,omitempty"`
+}
+
+// goldenOutput is expected.json: every span that left, and the counters.
+type goldenOutput struct {
+	Fragments [][]spanOut      `json:"fragments"`
+	Metrics   map[string]int64 `json:"metrics"`
+}
+
+func TestGolden(t *testing.T) {
+	dirs, err := filepath.Glob(filepath.Join("testdata", "golden", "*"))
+	require.NoError(t, err)
+	require.NotEmpty(t, dirs)
+	for _, dir := range dirs {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			raw, err := os.ReadFile(filepath.Join(dir, "input.json"))
+			require.NoError(t, err)
+			var in goldenInput
+			require.NoError(t, json.Unmarshal(raw, &in))
+			h := newHarness(t, configFrom(t, in.Config))
+
+			got := goldenOutput{Fragments: [][]spanOut{}}
+			for i, frag := range in.Fragments {
+				require.NoError(t, h.proc.ConsumeTraces(context.Background(), buildTraces(t, frag)))
+				out := h.sink.AllTraces()[i]
+				require.Equal(t, len(frag), out.SpanCount(), "every span that enters leaves")
+				var spans []spanOut
+				for _, rs := range out.ResourceSpans().All() {
+					var svc any
+					if v, ok := rs.Resource().Attributes().Get(attrServiceName); ok {
+						svc = v.AsRaw()
+					}
+					for _, ss := range rs.ScopeSpans().All() {
+						for _, s := range ss.Spans().All() {
+							spans = append(spans, spanOut{ID: s.Name(), Service: svc, Attrs: s.Attributes().AsRaw()})
+						}
+					}
+				}
+				got.Fragments = append(got.Fragments, spans)
+			}
+			got.Metrics = h.metrics(t)
+
+			gotJSON, err := json.MarshalIndent(got, "", "  ")
+			require.NoError(t, err)
+			path := filepath.Join(dir, "expected.json")
+			if *update {
+				require.NoError(t, os.WriteFile(path, append(gotJSON, '\n'), 0o600))
+				return
+			}
+			want, err := os.ReadFile(path)
+			require.NoError(t, err, "run `go test -run TestGolden -update` to create it")
+			assert.JSONEq(t, string(want), string(gotJSON))
+		})
+	}
+}
+
