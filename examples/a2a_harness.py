@@ -1,0 +1,211 @@
+"""Processes of the A2A demo and e2e tests, all on 127.0.0.1: the collector (single-node config),
+specialists and the orchestrator under ``opentelemetry-instrument``, and readers of what the
+collector wrote (file exporter spans, Prometheus metrics). Used by ``demo.py`` and ``tests/a2a``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+COLLECTOR_CONFIG = ROOT / "collector-config" / "single-node.yaml"
+LAUNCHER = Path(sys.executable).with_name("opentelemetry-instrument")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_port(port: int, proc: subprocess.Popen, timeout: float = 30.0) -> None:
+    """Wait until 127.0.0.1:``port`` accepts connections. Raises RuntimeError on exit or timeout."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"process exited with {proc.returncode} before listening on {port}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError(f"nothing listens on 127.0.0.1:{port} after {timeout}s")
+
+
+@dataclass
+class Collector:
+    """A running ``otelcol-agentidentity`` with the single-node config on free ports."""
+
+    proc: subprocess.Popen
+    otlp_http: int
+    metrics_port: int
+    spans_file: Path
+    log: Path
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.otlp_http}"
+
+    def stop(self) -> None:
+        stop(self.proc)
+
+
+def start_collector(binary: str | Path, workdir: Path, groupbytrace_wait: str = "2s") -> Collector:
+    """Start the collector; its spans go to ``workdir/spans.jsonl``. Raises RuntimeError if it fails."""
+    otlp_http, otlp_grpc, metrics = free_port(), free_port(), free_port()
+    spans_file, log = workdir / "spans.jsonl", workdir / "collector.log"
+    env = dict(
+        os.environ, OTLP_HTTP_ENDPOINT=f"127.0.0.1:{otlp_http}", OTLP_GRPC_ENDPOINT=f"127.0.0.1:{otlp_grpc}",
+        AGENT_IDENTITY_METRICS_HOST="127.0.0.1", AGENT_IDENTITY_METRICS_PORT=str(metrics),
+        AGENT_IDENTITY_SPANS_FILE=str(spans_file), GROUPBYTRACE_WAIT=groupbytrace_wait, COLLECTOR_LOG_LEVEL="warn",
+    )
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([str(binary), "--config", str(COLLECTOR_CONFIG)], env=env, stdout=out,
+                                stderr=subprocess.STDOUT)
+    collector = Collector(proc, otlp_http, metrics, spans_file, log)
+    try:
+        wait_port(otlp_http, proc)
+        wait_port(metrics, proc)
+    except RuntimeError as exc:
+        collector.stop()
+        raise RuntimeError(f"{exc}; collector log:\n{log.read_text()[-2000:]}") from exc
+    return collector
+
+
+def otel_env(service: str, endpoint: Optional[str], **extra: str) -> dict[str, str]:
+    """Environment of an instrumented process: OTLP/HTTP to ``endpoint`` (None: console exporter)."""
+    env = dict(os.environ, OTEL_SERVICE_NAME=service, OTEL_METRICS_EXPORTER="none", OTEL_LOGS_EXPORTER="none",
+               OTEL_BSP_SCHEDULE_DELAY="100", PYTHONUNBUFFERED="1")
+    if endpoint:
+        env.update(OTEL_TRACES_EXPORTER="otlp", OTEL_EXPORTER_OTLP_PROTOCOL="http/protobuf",
+                   OTEL_EXPORTER_OTLP_ENDPOINT=endpoint)
+    else:
+        env.update(OTEL_TRACES_EXPORTER="console")
+    env.update(extra)
+    return env
+
+
+def start_specialist(service: str, endpoint: Optional[str], forgetful: bool = False, **extra: str):
+    """Start ``specialist.py`` under the launcher; returns ``(process, url)`` once it is ready."""
+    port = free_port()
+    cmd = [str(LAUNCHER), sys.executable, str(EXAMPLES / "specialist.py"), "--port", str(port), "--name", service]
+    if forgetful:
+        cmd.append("--forgetful")
+    proc = subprocess.Popen(cmd, env=otel_env(service, endpoint, **extra), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    wait_port(port, proc)
+    return proc, f"http://127.0.0.1:{port}/"
+
+
+def run_orchestrator(specialists: list[tuple[str, str]], endpoint: Optional[str], turns: int = 3,
+                     retry_turn: int = 0, **extra: str) -> tuple[list[dict], subprocess.CompletedProcess]:
+    """Run ``orchestrator.py`` under the launcher against ``[(name, url), ...]``; returns its
+    delegation records (one dict per send) and the completed process. Raises CalledProcessError."""
+    cmd = [str(LAUNCHER), sys.executable, str(EXAMPLES / "orchestrator.py"), "--turns", str(turns),
+           "--retry-turn", str(retry_turn)]
+    for name, url in specialists:
+        cmd += ["--specialist", url, "--name", name]
+    proc = subprocess.run(cmd, env=otel_env("orchestrator", endpoint, **extra), capture_output=True, text=True,
+                          timeout=120, check=True)
+    records = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith('{"conversation"')]
+    return records, proc
+
+
+def stop(proc: subprocess.Popen, timeout: float = 10.0) -> None:
+    """Terminate a process we started (and reap it)."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+# -- reading what the collector wrote ------------------------------------------------------------
+@dataclass
+class Span:
+    service: str
+    name: str
+    kind: int
+    trace_id: str
+    span_id: str
+    parent_id: str
+    attributes: dict = field(default_factory=dict)
+
+
+def _value(v: dict):
+    for key in ("stringValue", "boolValue", "doubleValue"):
+        if key in v:
+            return v[key]
+    if "intValue" in v:
+        return int(v["intValue"])
+    if "arrayValue" in v:
+        return [_value(x) for x in v["arrayValue"].get("values", [])]
+    return None
+
+
+def read_spans(path: Path) -> list[Span]:
+    """Every span of the file exporter's JSON lines (OTLP JSON), with its resource ``service.name``."""
+    spans: list[Span] = []
+    if not path.exists():
+        return spans
+    for line in path.read_text().splitlines():
+        if not line.strip():
+            continue
+        for rs in json.loads(line).get("resourceSpans", []):
+            res = {a["key"]: _value(a["value"]) for a in rs.get("resource", {}).get("attributes", [])}
+            for ss in rs.get("scopeSpans", []):
+                for s in ss.get("spans", []):
+                    spans.append(Span(
+                        str(res.get("service.name")), s["name"], int(s.get("kind", 0)), s["traceId"], s["spanId"],
+                        s.get("parentSpanId", ""), {a["key"]: _value(a["value"]) for a in s.get("attributes", [])},
+                    ))
+    return spans
+
+
+def hop_spans(spans: list[Span]) -> list[Span]:
+    """Callee entry spans the processor analysed as hops (they carry ``agent_identity.hop.result``)."""
+    return [s for s in spans if "agent_identity.hop.caller.service.name" in s.attributes]
+
+
+def wait_for_hops(path: Path, expected: int, timeout: float = 45.0) -> list[Span]:
+    """Poll the spans file until ``expected`` hops arrived (or ``timeout``); returns all spans."""
+    deadline = time.monotonic() + timeout
+    while True:
+        spans = read_spans(path)
+        if len(hop_spans(spans)) >= expected or time.monotonic() > deadline:
+            return spans
+        time.sleep(0.5)
+
+
+_METRIC = re.compile(r"^([a-zA-Z_:][\w:]*)(?:\{(.*)\})?\s+(\S+)")
+_LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+
+
+def scrape(port: int) -> list[tuple[str, dict, float]]:
+    """The collector's own Prometheus metrics whose name starts with ``agent_identity``."""
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+    out = []
+    for line in text.splitlines():
+        m = _METRIC.match(line)
+        if m and m.group(1).startswith("agent_identity"):
+            out.append((m.group(1), dict(_LABEL.findall(m.group(2) or "")), float(m.group(3))))
+    return out
+
+
+def metric_sum(samples: list[tuple[str, dict, float]], name: str, **labels: str) -> float:
+    """Sum of samples of ``name`` (with or without a ``_total`` suffix) matching ``labels``."""
+    return sum(v for n, lab, v in samples if n in (name, name + "_total")
+               and all(lab.get(k) == want for k, want in labels.items()))
