@@ -30,8 +30,9 @@ from opentelemetry import trace
 from opentelemetry.instrumentation.dependencies import get_dependency_conflicts
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor
 
+from otel_agent_identity import boundary
 from otel_agent_identity._runs import RunHandler
-from otel_agent_identity.adapters import ADAPTERS
+from otel_agent_identity.adapters import ADAPTERS, GUARDS
 from otel_agent_identity.config import Config
 from otel_agent_identity.extractors import ExtractorRegistry, RunCall, register_extractor, registry
 from otel_agent_identity.scope import current_scope, delegation, execution
@@ -69,6 +70,7 @@ class AgentIdentityInstrumentor(BaseInstrumentor):
 
     def _instrument(self, **kwargs: Any) -> None:
         config = Config.load(**kwargs)
+        boundary.configure(config)
         registry.max_id_length = config.max_id_length
         registry.load_entry_points()
         provider = kwargs.get("tracer_provider") or trace.get_tracer_provider()
@@ -83,7 +85,7 @@ class AgentIdentityInstrumentor(BaseInstrumentor):
         if unknown:
             _logger.warning("otel-agent-identity: unknown frameworks %s ignored", sorted(unknown))
         for name, module_name in ADAPTERS.items():
-            if config.frameworks is not None and name not in config.frameworks:
+            if config.frameworks is not None and name not in config.frameworks and name not in GUARDS:
                 continue
             adapter = _load_adapter(name, module_name)
             if adapter is None:
@@ -99,6 +101,7 @@ class AgentIdentityInstrumentor(BaseInstrumentor):
         for adapter in self._adapters:
             adapter.uninstrument()
         self._adapters = []
+        boundary.configure(None)
         if self._handler is not None:
             self._handler.processor.enabled = False  # a provider cannot drop a processor; it goes quiet
             self._handler = None

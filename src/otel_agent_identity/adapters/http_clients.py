@@ -1,0 +1,129 @@
+"""Boundary guard for outbound HTTP from tools (httpx, httpx2, requests): the ``baggage`` header
+loses its identity entries unless the request's URL is allowlisted, where the run's ids are
+added under the documented keys (policy: :mod:`otel_agent_identity.boundary`).
+
+The filter sits at the last layer before the wire, below the layer where HTTP instrumentations
+inject propagation headers (``httpx.HTTPTransport.handle_request``, ``requests.Session.send``), so
+the order in which instrumentors are installed does not matter:
+
+* httpx: ``httpcore.ConnectionPool.handle_request`` / ``AsyncConnectionPool.handle_async_request``
+  (every default httpx transport, proxies included, ends there);
+* httpx2 (mcp's HTTP client): the same methods of ``httpcore2``;
+* requests: ``requests.adapters.HTTPAdapter.send``.
+
+A library that is not installed, or outside the versions below, is skipped. Custom transports
+that bypass these layers (``httpx.MockTransport``, a hand-written requests adapter) are not seen.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from typing import Any
+
+from opentelemetry.instrumentation.dependencies import get_dependency_conflicts
+from opentelemetry.instrumentation.utils import unwrap
+from wrapt import wrap_function_wrapper
+
+from otel_agent_identity import boundary
+
+NAME = "http"
+REQUIREMENTS: tuple[str, ...] = ()  # each library below is optional and checked on its own
+#: a guard, not a framework: installed even when ``frameworks`` leaves it out
+GUARD = True
+
+_logger = logging.getLogger(__name__)
+#: (requirement, module, class, method, wrapper kind)
+_TARGETS = (
+    ("httpcore >= 1.0, < 2", "httpcore", "ConnectionPool", "handle_request", "core"),
+    ("httpcore >= 1.0, < 2", "httpcore", "AsyncConnectionPool", "handle_async_request", "core_async"),
+    ("httpcore2 >= 2.0, < 3", "httpcore2", "ConnectionPool", "handle_request", "core"),
+    ("httpcore2 >= 2.0, < 3", "httpcore2", "AsyncConnectionPool", "handle_async_request", "core_async"),
+    ("requests >= 2.20, < 3", "requests.adapters", "HTTPAdapter", "send", "requests"),
+)
+_wrapped: list[tuple[Any, str]] = []
+
+
+def _filter_core_request(request: Any) -> None:
+    """Filter an ``httpcore(2).Request``: ``url`` (scheme/host/port/target bytes), ``headers`` list of bytes pairs."""
+    try:
+        url = request.url
+        port = f":{url.port}" if url.port else ""
+        destination = boundary.Destination(
+            url=f"{url.scheme.decode('ascii')}://{url.host.decode('ascii')}{port}{url.target.decode('ascii')}"
+        )
+        headers = []
+        seen = False
+        for name, value in request.headers:
+            if name.lower() == b"baggage":
+                seen = True
+                value = boundary.filter_baggage_header(value, destination)
+                if value is None:
+                    continue
+                value = value.encode("latin-1")
+            headers.append((name, value))
+        if not seen:
+            extra = boundary.filter_baggage_header(None, destination)  # allowlisted: forwarded ids
+            if extra is not None:
+                headers.append((b"baggage", extra.encode("latin-1")))
+        request.headers = headers
+    except Exception:  # noqa: BLE001
+        _logger.debug("otel-agent-identity: could not filter an HTTP request", exc_info=True)
+        request.headers = [(n, v) for n, v in request.headers if n.lower() != b"baggage"]
+
+
+def _core_wrapper(wrapped, instance, args, kwargs):
+    """Wrapper of ``ConnectionPool.handle_request(self, request)``."""
+    _filter_core_request(args[0] if args else kwargs.get("request"))
+    return wrapped(*args, **kwargs)
+
+
+async def _core_async_wrapper(wrapped, instance, args, kwargs):
+    """Wrapper of ``AsyncConnectionPool.handle_async_request(self, request)``."""
+    _filter_core_request(args[0] if args else kwargs.get("request"))
+    return await wrapped(*args, **kwargs)
+
+
+def _requests_wrapper(wrapped, instance, args, kwargs):
+    """Wrapper of ``HTTPAdapter.send(self, request: PreparedRequest, ...)``."""
+    request = args[0] if args else kwargs.get("request")
+    try:
+        destination = boundary.Destination(url=str(request.url))
+        value = boundary.filter_baggage_header(request.headers.get("baggage"), destination)
+        if value is None:
+            request.headers.pop("baggage", None)
+        else:
+            request.headers["baggage"] = value
+    except Exception:  # noqa: BLE001
+        _logger.debug("otel-agent-identity: could not filter an HTTP request", exc_info=True)
+        try:
+            request.headers.pop("baggage", None)
+        except Exception:  # noqa: BLE001
+            pass
+    return wrapped(*args, **kwargs)
+
+
+_WRAPPERS = {"core": _core_wrapper, "core_async": _core_async_wrapper, "requests": _requests_wrapper}
+
+
+def instrument(handler: Any = None) -> None:
+    """Install the guard on each installed library (``handler`` is unused)."""
+    for requirement, module_name, cls_name, method, kind in _TARGETS:
+        conflict = get_dependency_conflicts([requirement])
+        if conflict is not None:
+            if getattr(conflict, "found", None) is not None:
+                _logger.warning("otel-agent-identity: HTTP guard skips %s: %s", module_name, conflict)
+            continue
+        try:
+            cls = getattr(importlib.import_module(module_name), cls_name)
+        except (ImportError, AttributeError):
+            continue
+        wrap_function_wrapper(cls, method, _WRAPPERS[kind])
+        _wrapped.append((cls, method))
+
+
+def uninstrument() -> None:
+    """Restore every wrapped method."""
+    while _wrapped:
+        cls, method = _wrapped.pop()
+        unwrap(cls, method)
