@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package agentidentityprocessor
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// attributesDoc is THE attribute table, relative to this package.
+var attributesDoc = filepath.Join("..", "..", "..", "docs", "attributes.md")
+
+// tableRows returns name -> cells for the rows of the markdown table that
+// follows heading (a row's name is read between its first pair of backticks).
+func tableRows(t *testing.T, heading string) map[string][]string {
+	raw, err := os.ReadFile(attributesDoc)
+	require.NoError(t, err)
+	rows := map[string][]string{}
+	in := heading == ""
+	for _, line := range strings.Split(string(raw), "\n") {
+		if strings.HasPrefix(line, "#") {
+			if in && len(rows) > 0 {
+				break
+			}
+			in = heading == "" || strings.TrimSpace(strings.TrimLeft(line, "#")) == heading
+			continue
+		}
+		if !in || !strings.HasPrefix(line, "| `") {
+			continue
+		}
+		cells := strings.Split(strings.Trim(line, "| "), "|")
+		name := strings.SplitN(cells[0], "`", 3)[1]
+		for i := range cells {
+			cells[i] = strings.TrimSpace(cells[i])
+		}
+		rows[name] = cells
+	}
+	require.NotEmpty(t, rows, "no table under %q in %s", heading, attributesDoc)
+	return rows
+}
+
+// stringConsts returns every string constant declared in a Go file.
+func stringConsts(t *testing.T, file string) []string {
+	f, err := parser.ParseFile(token.NewFileSet(), file, nil, 0)
+	require.NoError(t, err)
+	var out []string
+	ast.Inspect(f, func(n ast.Node) bool {
+		if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+			if s, err := strconv.Unquote(lit.Value); err == nil {
+				out = append(out, s)
+			}
+		}
+		return true
+	})
+	return out
+}
+
+func TestAttributesFollowTable(t *testing.T) {
+	rows := tableRows(t, "")
+	// Every agent_identity.* / gen_ai.* name in attributes.go is a row.
+	for _, name := range stringConsts(t, "attributes.go") {
+		if strings.HasPrefix(name, "agent_identity.") || strings.HasPrefix(name, "gen_ai.") {
+			assert.Contains(t, rows, name, "attributes.go names %q, the table does not", name)
+		}
+	}
+	// The attributes the processor writes are exactly the col rows.
+	var colRows []string
+	for name, cells := range rows {
+		if len(cells) > 2 && strings.Contains(cells[2], "col") {
+			colRows = append(colRows, name)
+		}
+	}
+	written := append([]string(nil), writtenAttributes...)
+	sort.Strings(colRows)
+	sort.Strings(written)
+	assert.Equal(t, colRows, written, "writtenAttributes and the table's col rows differ")
+}
+
+func TestMetricsFollowTable(t *testing.T) {
+	rows := tableRows(t, "Metrics (collector)")
+	want := map[string][]string{
+		metricHops:                {labelCallerService, labelCalleeService, labelCalleeAgent, labelResult},
+		metricMismatches:          {labelCallerService, labelCalleeService, labelCalleeAgent},
+		metricUnresolved:          {labelCalleeService},
+		metricDuplicateExecutions: {labelCallerService, labelCalleeService},
+	}
+	require.Len(t, rows, len(want))
+	for name, labels := range want {
+		prom := strings.ReplaceAll(name, ".", "_")
+		require.Contains(t, rows, prom)
+		var got []string
+		for _, l := range strings.Split(rows[prom][2], ",") {
+			got = append(got, strings.Trim(strings.TrimSpace(l), "`"))
+		}
+		assert.ElementsMatch(t, labels, got, "labels of %s", prom)
+	}
+}
