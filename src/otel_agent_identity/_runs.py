@@ -113,7 +113,7 @@ class Run:
             execution_id=new_execution_id(run_id),
             delegation_id=delegation_id,
             parent_execution_id=outer.execution_id if outer else None,
-            accepts=lambda value: handler.registry.problem(value) is None,
+            accepts=handler.registry.accepts,
         )
         self._finished = False
         self.span: Optional[trace.Span] = None

@@ -17,9 +17,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from dataclasses import dataclass
 from importlib.metadata import entry_points
-from typing import Any, Callable, Mapping, Optional
+from typing import Any, Callable, Mapping, NamedTuple, Optional
 
 _logger = logging.getLogger(__name__)
 
@@ -34,8 +33,7 @@ SOURCE_AGENT = "agent"
 SOURCE_FRAMEWORK = "framework"
 
 
-@dataclass(frozen=True)
-class RunCall:
+class RunCall(NamedTuple):
     """What an extractor may look at besides agent and session.
 
     Attributes:
@@ -47,13 +45,12 @@ class RunCall:
 
     framework: str
     args: tuple = ()
-    kwargs: Mapping[str, Any] = None  # type: ignore[assignment]
+    kwargs: Optional[Mapping[str, Any]] = None
     phase: str = "before"
     result: Any = None
 
 
-@dataclass(frozen=True)
-class Extracted:
+class Extracted(NamedTuple):
     """A checked conversation id and the step that produced it (``override``/``agent``/``framework``)."""
 
     conversation_id: str
@@ -136,6 +133,10 @@ class ExtractorRegistry:
         if value is not None and value != "":
             self._warn_once(agent, f"{source} extractor returned {problem}; dropped")
         return None
+
+    def accepts(self, value: Any) -> bool:
+        """True when ``value`` is an acceptable id (see :meth:`problem`)."""
+        return self.problem(value) is None
 
     def problem(self, value: Any) -> Optional[str]:
         """Why ``value`` is not an acceptable id (None, non-string, empty, too long, control characters)."""

@@ -12,11 +12,11 @@ run's ids. Applications may supply ids for the next run or hop:
 
 from __future__ import annotations
 
-import os
 import uuid
 from contextlib import contextmanager
 from contextvars import ContextVar, Token
 from dataclasses import dataclass, field
+from random import getrandbits  # as OTel's RandomIdGenerator: unique, reseeded after fork
 from typing import Any, Callable, Iterator, Optional
 
 from otel_agent_identity import attributes as attrs
@@ -109,7 +109,7 @@ def new_execution_id(framework_run_id: Optional[str] = None) -> str:
     if supplied is not None:
         _NEXT_EXECUTION_ID.set(None)  # only this run; restored when the with-block exits
         return supplied
-    return os.urandom(16).hex()
+    return f"{getrandbits(128):032x}"
 
 
 def new_delegation_id(transport_key: Optional[str] = None) -> str:
@@ -126,7 +126,7 @@ def new_delegation_id(transport_key: Optional[str] = None) -> str:
         return supplied
     if transport_key:
         return uuid.uuid5(_DELEGATION_NAMESPACE, transport_key).hex
-    return os.urandom(16).hex()
+    return f"{getrandbits(128):032x}"
 
 
 @contextmanager
@@ -162,7 +162,7 @@ def delegation(key: Optional[str] = None, *, delegation_id: Optional[str] = None
     for name, value in (("key", key), ("delegation_id", delegation_id)):
         if value is not None and (not isinstance(value, str) or not value):
             raise TypeError(f"{name} must be a non-empty str")
-    did = delegation_id or (uuid.uuid5(_DELEGATION_NAMESPACE, key).hex if key else os.urandom(16).hex())
+    did = delegation_id or (uuid.uuid5(_DELEGATION_NAMESPACE, key).hex if key else f"{getrandbits(128):032x}")
     token = _NEXT_DELEGATION_ID.set(did)
     try:
         yield did

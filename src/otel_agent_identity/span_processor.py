@@ -34,8 +34,17 @@ class IdentitySpanProcessor(SpanProcessor):
         scope = _SCOPE.get()
         if scope is None or not self.enabled:
             return
-        if self.stamp_spans and scope.attributes:
-            _stamp(span, scope.attributes)
+        attributes = scope.attributes
+        if attributes and self.stamp_spans:
+            # Hot path: the values are ours and already checked (strings within max_id_length), so
+            # when the SDK's store has room they skip its per-value validation; else the public API.
+            store = getattr(span, "_attributes", None)
+            plain = getattr(store, "_dict", None)
+            if plain is not None and (store.maxlen is None or len(plain) + len(attributes) <= store.maxlen):
+                with store._lock:
+                    plain.update(attributes)
+            else:
+                span.set_attributes(attributes)
         claim = scope.claim_agent_span
         if claim is not None and span.name.startswith("invoke_agent"):
             scope.claim_agent_span = None
@@ -55,22 +64,6 @@ class IdentitySpanProcessor(SpanProcessor):
                 finisher(span)
             except Exception:  # noqa: BLE001 - never break span export
                 _logger.debug("otel-agent-identity: finisher failed", exc_info=True)
-
-
-def _stamp(span: Span, attributes: dict) -> None:
-    """``span.set_attributes`` for a span that just started, without its per-value validation.
-
-    The values are ours, already checked (strings within ``max_id_length``), so when the SDK's
-    attribute store has room they go straight in: this is the per-span hot path. Any other
-    span, or a store without room, takes the public API.
-    """
-    store = getattr(span, "_attributes", None)
-    plain = getattr(store, "_dict", None)
-    if plain is None or (store.maxlen is not None and len(plain) + len(attributes) > store.maxlen):
-        span.set_attributes(attributes)
-        return
-    with store._lock:
-        plain.update(attributes)
 
 
 def set_while_ending(span: Span, attributes: dict) -> None:
