@@ -14,6 +14,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "examples"))  # the offline chat client and example apps
+sys.path.insert(0, str(ROOT / "tests" / "agent_framework"))  # agent helpers
 
 _EXPORTER = InMemorySpanExporter()
 _PROVIDER = TracerProvider()
