@@ -97,3 +97,16 @@ def test_50_runs_from_a_thread_pool(instrumentor, exporter):
     assert len(runs) == 50
     for spans in runs.values():
         assert len({s.attributes.get(CONV) for s in spans}) == 1 and len(spans) == 4
+
+
+async def test_stream_consumed_in_another_thread(instrumentor, exporter):
+    agent = make_agent("service")
+    session = agent.create_session()
+    await agent.run("first turn", session=session)
+    stream = agent.run("tell me the weather", session=session, stream=True)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        text = await asyncio.get_running_loop().run_in_executor(pool, lambda: asyncio.run(_drain(stream)))
+    assert "sunny" in text
+    spans = exporter.get_finished_spans()
+    assert len(agent_spans(spans)) == 2 and len(by_execution(spans)) == 2
+    assert {s.attributes.get(CONV) for s in spans} == {"conv_offline_1"}
