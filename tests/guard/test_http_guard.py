@@ -1,0 +1,111 @@
+"""HTTP tool endpoints on 127.0.0.1 echo the headers they received: the ``baggage`` header loses
+identity for every destination but an allowlisted one, which gets exactly the documented keys."""
+
+from __future__ import annotations
+
+import httpx
+import httpx2
+import pytest
+import requests
+from conftest import assert_no_identity, parse_baggage
+from opentelemetry import propagate
+
+from otel_agent_identity.scope import IdentityScope, attach, detach
+
+pytestmark = pytest.mark.e2e
+SCOPE = {"gen_ai.conversation.id": "conv-1", "agent_identity.execution.id": "exec-1",
+         "agent_identity.delegation.id": "del-1"}
+
+
+def _headers() -> dict:
+    headers = {"x-app": "1"}
+    propagate.inject(headers)  # what any HTTP instrumentation (or the tool itself) does
+    assert "user.id=alice" in headers["baggage"]
+    return headers
+
+
+async def _httpx(url):
+    return httpx.get(url, headers=_headers()).json()["headers"]
+
+
+async def _httpx_async(url):
+    async with httpx.AsyncClient() as client:
+        return (await client.post(url, headers=_headers(), json={})).json()["headers"]
+
+
+async def _httpx2(url):
+    with httpx2.Client() as client:
+        return client.get(url, headers=_headers()).json()["headers"]
+
+
+async def _httpx2_async(url):
+    async with httpx2.AsyncClient() as client:
+        return (await client.get(url, headers=_headers())).json()["headers"]
+
+
+async def _requests(url):
+    return requests.get(url, headers=_headers(), timeout=10).json()["headers"]
+
+
+async def _requests_session(url):
+    with requests.Session() as session:
+        return session.post(url, headers=_headers(), json={}, timeout=10).json()["headers"]
+
+
+CLIENTS = {"httpx": _httpx, "httpx-async": _httpx_async, "httpx2": _httpx2, "httpx2-async": _httpx2_async,
+           "requests": _requests, "requests-session": _requests_session}
+
+
+@pytest.fixture
+def scope():
+    token = attach(IdentityScope("conv-1", "exec-1", "del-1"))
+    yield
+    detach(token)
+
+
+@pytest.mark.parametrize("kind", sorted(CLIENTS))
+async def test_default_nothing_identity_arrives(kind, servers, planted, guard, scope):
+    guard()
+    for url in (servers["http_ok"], servers["http_other"]):
+        headers = await CLIENTS[kind](url)
+        assert_no_identity(headers)
+        assert "conv-1" not in repr(headers)
+        assert headers["traceparent"] and headers["x-app"] == "1"
+        assert parse_baggage(headers["baggage"]) == {"tenant": "acme"}
+
+
+@pytest.mark.parametrize("kind", sorted(CLIENTS))
+async def test_allowlisted_endpoint_gets_exactly_documented_keys(kind, servers, planted, guard, scope):
+    guard(allowlist=[servers["http_ok"].rsplit("/", 1)[0] + "/"])
+    headers = await CLIENTS[kind](servers["http_ok"])
+    assert parse_baggage(headers["baggage"]) == {"tenant": "acme", **SCOPE}
+    assert headers["traceparent"]
+    other = await CLIENTS[kind](servers["http_other"])
+    assert_no_identity(other)
+    assert parse_baggage(other["baggage"]) == {"tenant": "acme"}
+
+
+async def test_allowlisted_without_baggage_header_gets_forwarded_ids(servers, guard, scope):
+    """No propagator configured: an allowlisted destination still receives the run's ids."""
+    guard(allowlist=[servers["http_ok"]])
+    assert parse_baggage(httpx.get(servers["http_ok"]).json()["headers"].get("baggage")) == SCOPE
+    assert "baggage" not in httpx.get(servers["http_other"]).json()["headers"]
+
+
+async def test_host_pattern_allowlist(servers, planted, guard, scope):
+    guard(allowlist=["127.0.0.*"])
+    for url in (servers["http_ok"], servers["http_other"]):
+        assert parse_baggage(requests.get(url, headers=_headers(), timeout=10).json()["headers"]["baggage"]) == {
+            "tenant": "acme", **SCOPE}
+
+
+async def test_malformed_baggage_passes_minus_identity(servers, guard):
+    guard()
+    raw = "tenant=acme;prop, garbage-without-equals,session.id=s1 , =x,%%%"
+    headers = httpx.get(servers["http_other"], headers={"baggage": raw}).json()["headers"]
+    assert headers["baggage"] == "tenant=acme;prop,garbage-without-equals,=x,%%%"
+
+
+async def test_uninstrument_restores_http(servers, planted, guard):
+    guard().uninstrument()
+    assert "user.id=alice" in httpx.get(servers["http_other"], headers=_headers()).json()["headers"]["baggage"]
