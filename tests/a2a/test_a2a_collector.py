@@ -1,0 +1,87 @@
+"""The whole product: collector + specialists + orchestrator, each its own process on 127.0.0.1.
+
+Needs the collector binary: ``AGENT_IDENTITY_COLLECTOR=/path/to/otelcol-agentidentity`` (``make
+test-python`` sets it after ``make collector``)."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+import a2a_harness as h
+
+COLLECTOR = os.environ.get("AGENT_IDENTITY_COLLECTOR")
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.collector,
+    pytest.mark.skipif(not COLLECTOR or not Path(COLLECTOR).exists(),
+                       reason="set AGENT_IDENTITY_COLLECTOR to the otelcol-agentidentity binary (make collector)"),
+]
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    """One orchestrator run: 3 turns with each specialist, turn 2 to the correct one re-sent."""
+    collector = h.start_collector(COLLECTOR, tmp_path_factory.mktemp("collector"))
+    procs = []
+    try:
+        specialists = []
+        for name, forgetful in (("specialist", False), ("forgetful-specialist", True)):
+            proc, url = h.start_specialist(name, collector.endpoint, forgetful=forgetful)
+            procs.append(proc)
+            specialists.append((name, url))
+        records, _ = h.run_orchestrator(specialists, collector.endpoint, turns=3, retry_turn=2)
+        spans = h.wait_for_hops(collector.spans_file, len(records))
+        samples = []
+        for _ in range(30):
+            samples = h.scrape(collector.metrics_port)
+            if h.metric_sum(samples, "agent_identity_hops") >= len(records):
+                break
+            time.sleep(0.5)
+        yield records, spans, samples
+    finally:
+        for proc in procs:
+            h.stop(proc)
+        collector.stop()
+
+
+def _hops(spans, service):
+    return [s for s in h.hop_spans(spans) if s.service == service]
+
+
+def test_every_turn_is_one_trace_across_both_processes(run):
+    records, spans, _ = run
+    for rec in records:
+        services = {s.service for s in spans if s.trace_id == rec["trace_id"]}
+        assert {"orchestrator", rec["specialist"]} <= services
+
+
+def test_forgetful_hops_flagged_and_correct_ones_not(run):
+    records, spans, samples = run
+    forgetful, correct = _hops(spans, "forgetful-specialist"), _hops(spans, "specialist")
+    assert len(forgetful) == 3 and len(correct) == 4
+    assert all(s.attributes["agent_identity.hop.result"] == "mismatch" for s in forgetful)
+    assert all(s.attributes["agent_identity.hop.mismatch"] is True for s in forgetful)
+    assert all(s.attributes["agent_identity.hop.result"] == "continued" for s in correct)
+    assert h.metric_sum(samples, "agent_identity_mismatches", callee_service="forgetful-specialist") == 3
+    assert h.metric_sum(samples, "agent_identity_mismatches", callee_service="specialist") == 0
+
+
+def test_retry_keeps_its_delegation_id_and_the_duplicate_is_counted_once(run):
+    records, spans, samples = run
+    retried = [r for r in records if r["turn"] == 2 and r["specialist"] == "specialist"]
+    assert len(retried) == 2 and retried[0]["message_id"] == retried[1]["message_id"]
+    by_id = {s.span_id: s for s in spans}
+    hops = [s for s in _hops(spans, "specialist") if s.trace_id == retried[0]["trace_id"]]
+    assert len(hops) == 2
+    delegations = {by_id[s.parent_id].attributes["agent_identity.delegation.id"] for s in hops}
+    assert len(delegations) == 1  # one delegation, two executions
+    assert [bool(s.attributes.get("agent_identity.delegation.duplicate")) for s in hops].count(True) == 1
+    assert not any(s.attributes.get("agent_identity.delegation.duplicate") for s in h.hop_spans(spans)
+                   if s.trace_id != retried[0]["trace_id"])
+    assert h.metric_sum(samples, "agent_identity_duplicate_executions",
+                        caller_service="orchestrator", callee_service="specialist") == 1

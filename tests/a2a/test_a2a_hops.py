@@ -1,0 +1,138 @@
+"""Real A2A between two processes on 127.0.0.1: this test process is the caller (in-memory
+exporter), the specialist is a server process under ``opentelemetry-instrument``."""
+
+from __future__ import annotations
+
+import uuid
+
+import httpx
+import pytest
+from a2a.client import ClientConfig, create_client
+from a2a.types import Message as A2AMessage
+from a2a.types import Part, Role, SendMessageRequest
+from agent_framework import Message
+from agent_framework.a2a import A2AAgent
+from opentelemetry.trace import SpanKind
+
+import otel_agent_identity
+from otel_agent_identity.scope import new_delegation_id
+
+from conftest import span_hex, trace_hex
+
+pytestmark = pytest.mark.e2e
+
+
+def _client_spans(exporter) -> list:
+    return [s for s in exporter.get_finished_spans() if s.kind is SpanKind.CLIENT and s.name.startswith("invoke_agent")]
+
+
+def _server_view(server, client_span) -> tuple[dict, dict]:
+    """The SERVER span the client span caused, and the agent run below it (same trace)."""
+    trace_id = trace_hex(client_span.context.trace_id)
+    in_trace = lambda s: trace_hex(s["context"]["trace_id"]) == trace_id  # noqa: E731
+    entry = server.wait_for(lambda s: in_trace(s) and s["kind"] == "SpanKind.SERVER" and s["name"].startswith("Send"))
+    agent = server.wait_for(lambda s: in_trace(s) and s["name"].startswith("invoke_agent"))
+    assert entry and agent, f"server exported nothing in trace {trace_id}"
+    return entry[0], agent[0]
+
+
+def _descends(server, child: dict, ancestor: dict) -> bool:
+    by_id = {s["context"]["span_id"]: s for s in server.spans()}
+    node = child
+    while node is not None:
+        if node["context"]["span_id"] == ancestor["context"]["span_id"]:
+            return True
+        node = by_id.get(node.get("parent_id"))
+    return False
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["run", "run-stream"])
+async def test_a2a_agent_hop_is_one_trace_with_the_right_ids_on_both_sides(instrumentor, exporter, specialist, stream):
+    agent = A2AAgent(name="specialist", url=specialist.url)
+    session = agent.create_session()
+    ids = []
+    for turn in range(2):
+        mid = uuid.uuid4().hex
+        message = Message(role="user", contents=[f"hello {turn}"], message_id=mid)
+        if stream:
+            await agent.run(message, session=session, stream=True).get_final_response()
+        else:
+            await agent.run(message, session=session)
+        ids.append(mid)
+    context_id = session.service_session_id["context_id"]
+    spans = _client_spans(exporter)
+    assert len(spans) == 2
+    for client, mid in zip(spans, ids):
+        a = client.attributes
+        assert a["gen_ai.conversation.id"] == context_id  # turn 1: as the server assigned it; turn 2: as sent
+        assert a["a2a.method.name"] == "SendMessage"  # A2AAgent(url=) has a minimal card: no streaming
+        assert a["a2a.message.id"] == mid and a["a2a.task.state"] == "TASK_STATE_COMPLETED"
+        assert a["agent_identity.delegation.id"] == new_delegation_id(transport_key=mid)
+        assert a["server.address"] == "127.0.0.1" and isinstance(a["server.port"], int)
+        entry, agent_run = _server_view(specialist, client)
+        assert span_hex(entry["parent_id"]) == span_hex(client.context.span_id)  # one trace, parented on the hop
+        assert entry["attributes"]["gen_ai.conversation.id"] == context_id
+        assert entry["attributes"]["a2a.message.id"] == mid
+        assert entry["attributes"]["a2a.task.id"] == a["a2a.task.id"]
+        assert _descends(specialist, agent_run, entry)
+        assert agent_run["attributes"]["gen_ai.conversation.id"] == context_id  # the agent's own extractor
+        assert "agent_identity.delegation.id" not in entry["attributes"]  # identity stays in the caller
+
+
+async def test_forgetful_specialist_reports_another_conversation(instrumentor, exporter, forgetful):
+    agent = A2AAgent(name="forgetful", url=forgetful.url)
+    session = agent.create_session()
+    for turn in range(2):
+        await agent.run(f"hello {turn}", session=session)
+    context_id = session.service_session_id["context_id"]
+    used = set()
+    for client in _client_spans(exporter):
+        assert client.attributes["gen_ai.conversation.id"] == context_id
+        entry, agent_run = _server_view(forgetful, client)
+        assert entry["attributes"]["gen_ai.conversation.id"] == context_id  # the protocol still says contextId
+        used.add(agent_run["attributes"]["gen_ai.conversation.id"])
+    assert context_id not in used and len(used) == 2  # a new conversation on every request
+
+
+async def _direct_send(client, request: SendMessageRequest) -> list:
+    return [event async for event in client.send_message(request)]
+
+
+def _request(text: str, message_id: str, context_id: str = "") -> SendMessageRequest:
+    return SendMessageRequest(message=A2AMessage(
+        role=Role.ROLE_USER, parts=[Part(text=text)], message_id=message_id, context_id=context_id))
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_direct_client_send_gets_our_client_span_and_a_retry_keeps_its_delegation_id(
+        instrumentor, exporter, specialist, streaming):
+    async with httpx.AsyncClient() as http:
+        client = await create_client(specialist.url, client_config=ClientConfig(httpx_client=http, streaming=streaming))
+        first = _request("hello", uuid.uuid4().hex)
+        await _direct_send(client, first)
+        await _direct_send(client, first)  # transport-level retry: the same message again
+        span1, span2 = _client_spans(exporter)
+        context_id = span1.attributes["gen_ai.conversation.id"]  # assigned by the server on turn 1
+        assert span1.attributes["agent_identity.delegation.id"] == span2.attributes["agent_identity.delegation.id"]
+        assert span1.attributes["a2a.message.id"] == first.message.message_id
+        method = "SendStreamingMessage" if streaming else "SendMessage"
+        assert span1.attributes["a2a.method.name"] == method
+        exporter.clear()
+        await _direct_send(client, _request("again", uuid.uuid4().hex, context_id))
+        (span3,) = _client_spans(exporter)
+        assert span3.attributes["gen_ai.conversation.id"] == context_id  # as sent
+        assert span3.attributes["agent_identity.delegation.id"] != span1.attributes["agent_identity.delegation.id"]
+        entry, agent_run = _server_view(specialist, span3)
+        assert span_hex(entry["parent_id"]) == span_hex(span3.context.span_id)
+        assert entry["name"] == method and entry["attributes"]["a2a.method.name"] == method
+        assert agent_run["attributes"]["gen_ai.conversation.id"] == context_id
+
+
+async def test_application_idempotency_key_gives_the_delegation_id(instrumentor, exporter, specialist):
+    agent = A2AAgent(name="specialist", url=specialist.url)
+    with otel_agent_identity.delegation(key="order-42") as did:
+        await agent.run("first try")  # A2AAgent makes a new message id per run ...
+        await agent.run("second try")
+    spans = _client_spans(exporter)
+    assert {s.attributes["agent_identity.delegation.id"] for s in spans} == {did}  # ... the key wins
+    assert len({s.attributes["a2a.message.id"] for s in spans}) == 2
