@@ -82,3 +82,16 @@ func TestGolden(t *testing.T) {
 	}
 }
 
+
+// readGolden returns the first fragment of a golden case's input.
+func readGolden(name string) ([]spanIn, error) {
+	raw, err := os.ReadFile(filepath.Join("testdata", "golden", name, "input.json"))
+	if err != nil {
+		return nil, err
+	}
+	var in goldenInput
+	if err := json.Unmarshal(raw, &in); err != nil {
+		return nil, err
+	}
+	return in.Fragments[0], nil
+}

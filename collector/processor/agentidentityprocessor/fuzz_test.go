@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package agentidentityprocessor
+
+import (
+	"fmt"
+	"testing"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/processor/processortest"
+)
+
+// fuzzTrace decodes 4 bytes a span: id, parent (0: root, ids may repeat,
+// point to themselves, form cycles or be missing), service, and flags (kind,
+// invoke_agent, conversation id string/int, delegation and execution ids).
+func fuzzTrace(data []byte) ptrace.Traces {
+	td := ptrace.NewTraces()
+	for i := 0; i+4 <= len(data) && i < 4*512; i += 4 {
+		id, parent, svc, flags := data[i], data[i+1], data[i+2], data[i+3]
+		rs := td.ResourceSpans().AppendEmpty()
+		if svc%4 != 3 {
+			rs.Resource().Attributes().PutStr(attrServiceName, fmt.Sprint("s", svc%4))
+		}
+		s := rs.ScopeSpans().AppendEmpty().Spans().AppendEmpty()
+		s.SetTraceID(pcommon.TraceID{1})
+		s.SetSpanID(pcommon.SpanID{id})
+		if parent != 0 {
+			s.SetParentSpanID(pcommon.SpanID{parent})
+		}
+		s.SetKind(ptrace.SpanKind(flags % 6))
+		s.SetStartTimestamp(pcommon.Timestamp(flags))
+		a := s.Attributes()
+		if flags&0x08 != 0 {
+			a.PutStr(attrOperationName, operationInvokeAgent)
+		}
+		switch flags >> 4 & 3 {
+		case 1:
+			a.PutStr(attrConversationID, fmt.Sprint("c", svc>>4))
+		case 2:
+			a.PutInt(attrConversationID, int64(svc))
+		}
+		if flags&0x40 != 0 {
+			a.PutStr(attrDelegationID, "d")
+		}
+		if flags&0x80 != 0 {
+			a.PutStr(attrExecutionID, fmt.Sprint("e", parent%3))
+		}
+	}
+	return td
+}
+
+func FuzzTraceWalk(f *testing.F) {
+	f.Add([]byte{1, 0, 0, 0x1a, 2, 1, 0, 0x5a, 3, 2, 1, 0x91, 4, 3, 1, 0x98})
+	f.Add([]byte{1, 2, 0, 0x1a, 2, 1, 1, 0x1a, 3, 3, 2, 0})               // cycle, self-parent
+	f.Add([]byte{1, 0, 0, 0x5a, 1, 0, 0, 0x5a, 2, 1, 1, 0x98, 3, 9, 1, 0}) // duplicate id, missing parent
+	f.Add([]byte{1, 0, 0, 0xda, 2, 1, 1, 0x88, 3, 1, 1, 0x89, 4, 1, 1, 0x8a})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		set := processortest.NewNopSettings(componentType)
+		for _, backfill := range []bool{false, true} {
+			cfg := createDefaultConfig().(*Config)
+			cfg.Backfill = backfill
+			p, err := newIdentityProcessor(set, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			td := fuzzTrace(data)
+			want := td.SpanCount()
+			out, err := p.processTraces(t.Context(), td)
+			if err != nil || out.SpanCount() != want {
+				t.Fatalf("spans in %d, out %d, err %v", want, out.SpanCount(), err)
+			}
+			checkMismatches(t, out)
+		}
+	})
+}
+
+// checkMismatches: a mismatch always names two different, present ids.
+func checkMismatches(t *testing.T, td ptrace.Traces) {
+	for _, rs := range td.ResourceSpans().All() {
+		for _, ss := range rs.ScopeSpans().All() {
+			for _, s := range ss.Spans().All() {
+				if strAttr(s, attrHopResult) != resultMismatch {
+					continue
+				}
+				caller, callee := strAttr(s, attrHopCallerConversationID), strAttr(s, attrHopCalleeConversationID)
+				if caller == "" || callee == "" || caller == callee {
+					t.Fatalf("mismatch with caller %q callee %q", caller, callee)
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package agentidentityprocessor
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+)
+
+// agentAttrs are the attributes of an invoke_agent span with a conversation.
+func agentAttrs(conv string) map[string]any {
+	return map[string]any{attrOperationName: operationInvokeAgent, attrConversationID: conv}
+}
+
+// countResults tallies agent_identity.hop.result over all spans.
+func countResults(td ptrace.Traces) map[string]int {
+	out := map[string]int{}
+	for _, rs := range td.ResourceSpans().All() {
+		for _, ss := range rs.ScopeSpans().All() {
+			for _, s := range ss.Spans().All() {
+				if v, ok := s.Attributes().Get(attrHopResult); ok {
+					out[v.Str()]++
+				}
+			}
+		}
+	}
+	return out
+}
+
+func TestLargeTraces(t *testing.T) {
+	const n = 100_000
+	shapes := map[string]func(i int) spanIn{
+		// one service, a chain n deep, backfill walks all of it
+		"deep_chain": func(i int) spanIn {
+			s := spanIn{ID: fmt.Sprint(i), Service: "a", Kind: "client"}
+			if i > 0 {
+				s.Parent = fmt.Sprint(i - 1)
+			} else {
+				s.Attrs = agentAttrs("x")
+			}
+			return s
+		},
+		// two services alternating along a chain: n-1 hops, every one compared
+		"alternating_chain": func(i int) spanIn {
+			s := spanIn{ID: fmt.Sprint(i), Service: []string{"a", "b"}[i%2], Kind: "client",
+				Attrs: agentAttrs([]string{"x", "y"}[i%3%2])}
+			if i > 0 {
+				s.Parent = fmt.Sprint(i - 1)
+			}
+			return s
+		},
+		// one caller span with n-1 callees in another service
+		"wide": func(i int) spanIn {
+			if i == 0 {
+				return spanIn{ID: "0", Service: "a", Kind: "client", Attrs: agentAttrs("x")}
+			}
+			return spanIn{ID: fmt.Sprint(i), Parent: "0", Service: "b", Attrs: agentAttrs("y")}
+		},
+	}
+	for name, shape := range shapes {
+		t.Run(name, func(t *testing.T) {
+			spans := make([]spanIn, n)
+			for i := range spans {
+				spans[i] = shape(i)
+				spans[i].Start = 1
+			}
+			td := buildTraces(t, spans)
+			h := newHarness(t, configFrom(t, map[string]any{"backfill": true}))
+			start := time.Now()
+			require.NoError(t, h.proc.ConsumeTraces(context.Background(), td))
+			t.Logf("%d spans in %v", n, time.Since(start))
+			out := h.sink.AllTraces()[0]
+			assert.Equal(t, n, out.SpanCount())
+			results := countResults(out)
+			assert.Zero(t, results[resultUnresolved])
+			if name != "deep_chain" {
+				assert.Equal(t, n-1, results[resultContinued]+results[resultMismatch])
+			}
+		})
+	}
+}
+
+func TestConcurrentCalls(t *testing.T) {
+	h := newHarness(t, configFrom(t, map[string]any{"backfill": true}))
+	input, err := readGolden("mismatching_hop")
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 50 {
+				spans := append([]spanIn(nil), input...)
+				for k := range spans {
+					spans[k].Trace = fmt.Sprintf("g%d-%d", g, i)
+				}
+				assert.NoError(t, h.proc.ConsumeTraces(context.Background(), buildTraces(t, spans)))
+			}
+		}()
+	}
+	wg.Wait()
+	m := h.metrics(t)
+	assert.Equal(t, int64(400), m["agent_identity.mismatches{callee_agent=specialist,callee_service=specialist,caller_service=orchestrator}"])
+}
+
+// A batch holding several traces is split per trace: no hop crosses traces.
+func TestBatchOfTraces(t *testing.T) {
+	spans := []spanIn{
+		{Trace: "t1", ID: "p", Service: "a", Kind: "client", Attrs: agentAttrs("x")},
+		{Trace: "t2", ID: "c", Parent: "p", Service: "b", Attrs: agentAttrs("y")},
+	}
+	h := newHarness(t, createDefaultConfig().(*Config))
+	require.NoError(t, h.proc.ConsumeTraces(context.Background(), buildTraces(t, spans)))
+	assert.Equal(t, map[string]int{resultUnresolved: 1}, countResults(h.sink.AllTraces()[0]))
+}
