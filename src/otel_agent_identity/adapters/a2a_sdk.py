@@ -104,8 +104,8 @@ def _send_wrapper(handler: RunHandler):
             return wrapped(*args, **kwargs)
         run, span, target, kwargs = hop
         if run is not None:
-            return SendStream(run.call(wrapped, args, kwargs), span, run, target)
-        return SendStream(wrapped(*args, **kwargs), span, None, None)
+            return SendStream(run.call(wrapped, args, kwargs), span, run.scope, target)
+        return SendStream(wrapped(*args, **kwargs), span, current_scope(), None)
 
     return wrapper
 
@@ -145,16 +145,18 @@ def _begin_send(handler: RunHandler, client: Any, args: tuple, kwargs: dict):
 
 
 class SendStream(wrapt.ObjectProxy):
-    """The send's response stream: each event's task/context ids go on the delegation span.
+    """The send's response stream: each event's task id and state go on the delegation span.
 
-    For a direct send, ``run`` is the send's own run: a server-assigned ``context_id`` becomes the
-    conversation id (read by :func:`context_rule` when the run finishes).
+    First turn (no contextId sent): the ``context_id`` the server assigned becomes the hop's
+    conversation id, for spans started from then on (``scope.learn``) and on the delegation span
+    (a direct send: through :func:`context_rule` when its run finishes; an ``A2AAgent`` run without
+    a session, whose extractor has nothing to report: set here).
     """
 
-    def __init__(self, wrapped: Any, span: Any, run: Any, target: Optional[SendTarget]) -> None:
+    def __init__(self, wrapped: Any, span: Any, scope: Any, target: Optional[SendTarget]) -> None:
         super().__init__(wrapped)
         self._self_span = span
-        self._self_run = run
+        self._self_scope = scope
         self._self_target = target
 
     def __aiter__(self):
@@ -164,12 +166,14 @@ class SendStream(wrapt.ObjectProxy):
         item = await self.__wrapped__.__anext__()
         try:
             observed = facts.event_facts(item)
-            target = self._self_target
-            if target is not None and target.context_id is None and observed.get("context_id"):
-                target.context_id = observed["context_id"]  # first turn: the server's id
-                self._self_run.scope.learn(target.context_id)
-            if self._self_span.is_recording():
-                self._self_span.set_attributes(facts.event_attributes(observed))
+            span, target, assigned = self._self_span, self._self_target, observed.get("context_id")
+            if target is not None and target.context_id is None and assigned:
+                target.context_id = assigned  # first turn: the server's id
+            scope = self._self_scope
+            if assigned and scope is not None and scope.learn(assigned) and target is None and span.is_recording():
+                span.set_attribute(attrs.GEN_AI_CONVERSATION_ID, assigned)
+            if span.is_recording():
+                span.set_attributes(facts.event_attributes(observed))
         except Exception:  # noqa: BLE001
             _logger.debug("otel-agent-identity: could not read an a2a event", exc_info=True)
         return item

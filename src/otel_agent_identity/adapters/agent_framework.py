@@ -8,6 +8,13 @@ one; ``A2AAgent`` (CLIENT) and ``WorkflowAgent`` (INTERNAL) emit none, so we cre
 Conversation id, in order: registered override; ``agent._get_otel_conversation_id(session)``
 (ADR-0029: ``AgentSession.service_session_id`` when a string, A2A ``context_id``); then this
 module's rule, the framework's durable ``AgentSession.session_id``. No session, no id.
+
+An ``A2AAgent`` run is a delegation: its ``agent_identity.delegation.id`` is the one given with
+``otel_agent_identity.delegation(key=...)``, else UUID5 of the ``message_id`` of the last input
+``Message`` (A2AAgent sends it as the A2A ``Message.message_id``; re-running the same ``Message``
+keeps the id), else random. A message without ``message_id`` gets a fresh one from A2AAgent on
+every run, so only the a2a-sdk adapter sees it (it refines the id at the send, and injects
+``traceparent``): see :mod:`otel_agent_identity.adapters.a2a_sdk`.
 """
 
 from __future__ import annotations
@@ -70,12 +77,21 @@ def _span_spec(agent: Any, kind: SpanKind) -> SpanSpec:
     return SpanSpec(f"{attrs.INVOKE_AGENT} {name}", kind, span_attrs)
 
 
+def _last_message_id(args: tuple, kwargs: dict) -> Optional[str]:
+    """``message_id`` (str) of the last input message of ``run(messages, ...)``, else None."""
+    messages = args[0] if args else kwargs.get("messages")
+    if isinstance(messages, (list, tuple)):
+        messages = messages[-1] if messages else None
+    mid = getattr(messages, "message_id", None)
+    return mid if isinstance(mid, str) and mid else None
+
+
 def _run_wrapper(handler: RunHandler, kind: str):
     """Wrapper of ``run(self, messages=None, *, stream=False, session=None, **kw)``."""
 
     def wrapper(wrapped, instance, args, kwargs):
         try:
-            delegation_id = new_delegation_id() if kind == "a2a" else None
+            delegation_id = new_delegation_id(_last_message_id(args, kwargs)) if kind == "a2a" else None
             if kind == "agent" and _framework_emits_span():
                 spec = None
             else:

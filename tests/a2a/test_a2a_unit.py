@@ -1,0 +1,152 @@
+"""The a2a-sdk adapter without a network: a stub transport under the real ``BaseClient``, the server
+wrapper around stub handler methods, the pure attribute readers, lifecycle and error discipline."""
+
+from __future__ import annotations
+
+import pytest
+from a2a.client import ClientCallContext, ClientConfig
+from a2a.client.base_client import BaseClient
+from a2a.types import AgentCapabilities, AgentCard, AgentInterface, Message, Part, Role, SendMessageRequest
+from a2a.types import SendMessageResponse, StreamResponse, Task, TaskState, TaskStatus
+from opentelemetry import baggage, context, trace
+from opentelemetry.trace import SpanKind
+
+import otel_agent_identity
+from otel_agent_identity.adapters import _a2a_attrs as facts
+from otel_agent_identity.adapters import a2a_sdk
+from otel_agent_identity.adapters._a2a_server import server_wrapper
+from otel_agent_identity.scope import new_delegation_id
+
+
+class StubTransport:
+    """Answers every send with a completed task in context ``ctx-server`` and records the call."""
+
+    def __init__(self) -> None:
+        self.contexts: list = []
+
+    async def send_message(self, request, *, context=None):
+        self.contexts.append(context)
+        task = Task(id="task-1", context_id=request.message.context_id or "ctx-server",
+                    status=TaskStatus(state=TaskState.TASK_STATE_COMPLETED))
+        return SendMessageResponse(task=task)
+
+
+def _client() -> tuple[BaseClient, StubTransport]:
+    transport = StubTransport()
+    card = AgentCard(name="stub", capabilities=AgentCapabilities(streaming=False),
+                     supported_interfaces=[AgentInterface(url="http://127.0.0.1:9/", protocol_version="1.0")])
+    return BaseClient(card, ClientConfig(streaming=False), transport, []), transport
+
+
+def _request(message_id: str = "m-1", context_id: str = "") -> SendMessageRequest:
+    return SendMessageRequest(message=Message(role=Role.ROLE_USER, parts=[Part(text="hi")], message_id=message_id,
+                                              context_id=context_id))
+
+
+async def _send(client, request, **kw) -> list:
+    return [e async for e in client.send_message(request, **kw)]
+
+
+async def test_direct_send_span_ids_and_traceparent_only(instrumentor, exporter):
+    client, transport = _client()
+    token = context.attach(baggage.set_baggage("gen_ai.conversation.id", "secret"))
+    try:
+        caller = ClientCallContext(service_parameters={"X-App": "1"})
+        await _send(client, _request(), context=caller)
+    finally:
+        context.detach(token)
+    (span,) = [s for s in exporter.get_finished_spans() if s.name == "invoke_agent stub"]
+    assert span.kind is SpanKind.CLIENT
+    a = span.attributes
+    assert a["gen_ai.conversation.id"] == "ctx-server"  # first turn: as the server assigned it
+    assert a["a2a.task.id"] == "task-1" and a["a2a.task.state"] == "TASK_STATE_COMPLETED"
+    assert a["agent_identity.delegation.id"] == new_delegation_id(transport_key="m-1")
+    assert (a["server.address"], a["server.port"], a["a2a.protocol.version"]) == ("127.0.0.1", 9, "1.0")
+    sent = transport.contexts[0].service_parameters
+    assert sent["X-App"] == "1" and "baggage" not in sent
+    assert sent["traceparent"].split("-")[2] == format(span.context.span_id, "016x")
+    assert caller.service_parameters == {"X-App": "1"}  # the caller's object is not mutated
+
+
+async def test_conversation_as_sent_and_key_from_application(instrumentor, exporter):
+    client, _ = _client()
+    with otel_agent_identity.delegation(key="job-7") as did:
+        await _send(client, _request("m-2", "ctx-app"))
+    (span,) = exporter.get_finished_spans()
+    assert span.attributes["gen_ai.conversation.id"] == "ctx-app"
+    assert span.attributes["agent_identity.delegation.id"] == did
+
+
+async def test_instrumentation_error_never_reaches_the_application(instrumentor, exporter, monkeypatch):
+    client, transport = _client()
+    monkeypatch.setattr(facts, "request_attributes", lambda *a, **k: 1 / 0)
+    events = await _send(client, _request())
+    assert events[0].task.id == "task-1" and transport.contexts == [None]
+
+
+async def test_uninstrument_restores_and_twice_is_harmless(tracer_provider, exporter):
+    inst = otel_agent_identity.AgentIdentityInstrumentor()
+    for _ in range(2):
+        inst.instrument(tracer_provider=tracer_provider)
+        inst.instrument(tracer_provider=tracer_provider)
+        inst.uninstrument()
+    client, transport = _client()
+    await _send(client, _request())
+    assert transport.contexts == [None] and not exporter.get_finished_spans()
+
+
+def _call_context(traceparent: str):
+    from a2a.server.context import ServerCallContext
+
+    return ServerCallContext(state={"headers": {"traceparent": traceparent, "a2a-version": "1.0"}})
+
+
+TRACEPARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_server_span_continues_the_caller_and_is_current_inside(instrumentor, exporter, streaming):
+    seen = []
+    task = Task(id="t-9", context_id="ctx-9", status=TaskStatus(state=TaskState.TASK_STATE_COMPLETED))
+
+    async def on_send(params, ctx):
+        seen.append(trace.get_current_span())
+        return task
+
+    async def on_stream(params, ctx):
+        seen.append(trace.get_current_span())
+        yield task
+
+    wrapper = server_wrapper(trace.get_tracer("t"), streaming)
+    args = (_request("m-9"), _call_context(TRACEPARENT))
+    if streaming:
+        assert [e async for e in wrapper(on_stream, None, args, {})] == [task]
+    else:
+        assert await wrapper(on_send, None, args, {}) is task
+    (span,) = exporter.get_finished_spans()
+    assert span.kind is SpanKind.SERVER
+    assert seen[0].get_span_context() == span.context  # the handler (and the executor it schedules) runs inside
+    assert format(span.context.trace_id, "032x") == "0af7651916cd43dd8448eb211c80319c"
+    assert format(span.parent.span_id, "016x") == "b7ad6b7169203331"
+    a = span.attributes
+    assert span.name == a["a2a.method.name"] == ("SendStreamingMessage" if streaming else "SendMessage")
+    assert (a["a2a.message.id"], a["a2a.task.id"], a["gen_ai.conversation.id"]) == ("m-9", "t-9", "ctx-9")
+    assert a["a2a.protocol.version"] == "1.0"
+
+
+async def test_server_error_is_recorded_and_reraised(instrumentor, exporter):
+    async def on_send(params, ctx):
+        raise ValueError("boom")
+
+    with pytest.raises(ValueError, match="boom"):
+        await server_wrapper(trace.get_tracer("t"), False)(on_send, None, (_request(), _call_context(TRACEPARENT)), {})
+    (span,) = exporter.get_finished_spans()
+    assert span.attributes["error.type"] == "ValueError"
+
+
+@pytest.mark.parametrize("odd", [None, object(), 42, "text", StreamResponse()])
+def test_readers_tolerate_odd_input(odd):
+    assert facts.event_facts(odd) == {}
+    assert facts.message_attributes(odd) == {}
+    assert facts.request_attributes(odd)[facts.attrs.A2A_METHOD_NAME] == "SendMessage"
+    assert a2a_sdk.context_rule(None, odd, None) is None
