@@ -12,6 +12,10 @@ Destination of a dispatcher: the transport that made its write stream, recorded 
 name) is entered; Agent Framework's ``MCPStdioTool``/``MCPStreamableHTTPTool`` add the tool's
 ``name``. An unknown destination (another transport, a stream pair made by hand) is never
 allowlisted: identity is stripped.
+
+Receiver side (an instrumented MCP server): mcp's ``OpenTelemetryMiddleware`` opens a SERVER span
+per request; inside it, the forwarded ids in the request's ``_meta`` baggage are recorded with
+:func:`otel_agent_identity.boundary.record_upstream` (a mismatch needs a local identity scope).
 """
 
 from __future__ import annotations
@@ -23,11 +27,15 @@ import os
 import sys
 from typing import Any, Optional
 
+from opentelemetry import baggage as otel_baggage
+from opentelemetry import trace
+from opentelemetry.baggage.propagation import W3CBaggagePropagator
 from opentelemetry.instrumentation.utils import unwrap
 from wrapt import wrap_function_wrapper
 
 from otel_agent_identity import boundary
-from otel_agent_identity.boundary import Destination
+from otel_agent_identity.boundary import FORWARDED_KEYS, Destination
+from otel_agent_identity.scope import current_scope
 
 NAME = "mcp"
 REQUIREMENTS = ("mcp >= 2.3, < 3",)
@@ -44,6 +52,7 @@ _wrapped: list[tuple[Any, str]] = []
 _aliases: list[tuple[Any, str, Any]] = []  # (module, attribute, original) patched by alias scan
 
 _DISPATCHER = "mcp.shared.jsonrpc_dispatcher"
+_SERVER_OTEL = "mcp.server._otel"
 _TRANSPORTS = (("mcp.client.stdio", "stdio_client"), ("mcp.client.streamable_http", "streamable_http_client"))
 _AF_TOOLS = ("MCPStdioTool", "MCPStreamableHTTPTool", "MCPWebsocketTool")
 
@@ -131,6 +140,35 @@ def _inject_wrapper(wrapped, instance, args, kwargs):
     return result
 
 
+def _forwarded(meta: Any) -> dict[str, str]:
+    """The documented keys in the baggage of an inbound ``_meta`` (dict or model)."""
+    if hasattr(meta, "model_dump"):
+        meta = meta.model_dump(by_alias=True)
+    value = meta.get("baggage") if isinstance(meta, dict) else None
+    if not isinstance(value, str):
+        return {}
+    entries = otel_baggage.get_all(W3CBaggagePropagator().extract({"baggage": value}))
+    return {k: v for k, v in entries.items() if k in FORWARDED_KEYS and isinstance(v, str)}
+
+
+async def _server_wrapper(wrapped, instance, args, kwargs):
+    """Wrapper of ``OpenTelemetryMiddleware.__call__(self, ctx, call_next)``."""
+    try:
+        forwarded = _forwarded(getattr(args[0], "meta", None))
+    except Exception:  # noqa: BLE001
+        forwarded = {}
+    if not forwarded or len(args) < 2:
+        return await wrapped(*args, **kwargs)
+    call_next = args[1]
+
+    async def recording_call_next(ctx):
+        scope = current_scope()
+        boundary.record_upstream(trace.get_current_span(), forwarded, scope.conversation_id if scope else None)
+        return await call_next(ctx)
+
+    return await wrapped(args[0], recording_call_next, *args[2:], **kwargs)
+
+
 def instrument(handler: Any = None) -> None:
     """Install the guard (``handler`` is unused: the guard needs no run handler)."""
     dispatcher = importlib.import_module(_DISPATCHER)
@@ -138,6 +176,9 @@ def instrument(handler: Any = None) -> None:
     _wrapped.append((dispatcher, "inject_trace_context"))
     wrap_function_wrapper(dispatcher.JSONRPCDispatcher, "send_raw_request", _send_wrapper)
     _wrapped.append((dispatcher.JSONRPCDispatcher, "send_raw_request"))
+    server_otel = importlib.import_module(_SERVER_OTEL)
+    wrap_function_wrapper(server_otel.OpenTelemetryMiddleware, "__call__", _server_wrapper)
+    _wrapped.append((server_otel.OpenTelemetryMiddleware, "__call__"))
     for module_name, name in _TRANSPORTS:
         module = importlib.import_module(module_name)
         original = getattr(module, name)
