@@ -4,11 +4,15 @@ Client (``a2a.client.base_client.BaseClient.send_message``, which Agent Framewor
 also calls): injects W3C ``traceparent`` (only trace context, never baggage: identity crossing a
 boundary is the guard's business) into ``ClientCallContext.service_parameters``, which the HTTP
 transports send as headers and gRPC as metadata. Inside an ``A2AAgent`` run the send enriches that
-run's CLIENT ``invoke_agent`` span; a direct send gets a CLIENT ``invoke_agent`` span of its own.
+run's CLIENT ``invoke_agent`` span; a direct send gets a CLIENT ``invoke_agent {card name}`` span
+of its own. (The A2A semconv names a pure A2A client span ``{a2a.method.name}``; ours stands for the
+delegation, the remote agent's invocation, which is what the collector compares hops from, so it
+carries ``gen_ai.operation.name=invoke_agent`` and the ``a2a.*`` attributes.) a2a-sdk's own method
+spans (on unless ``OTEL_INSTRUMENTATION_A2A_SDK_ENABLED=false``) are left alone.
 
 Delegation id of a send: ``otel_agent_identity.delegation(key=...)`` when the application gave one,
 else UUID5 of the request's ``Message.message_id`` (so re-sending the same message keeps the id),
-else a UUID4. Conversation id of a direct send: ``Message.context_id`` as sent, else the
+else random. Conversation id of a direct send: ``Message.context_id`` as sent, else the
 ``context_id`` the server assigned in its first response event.
 
 Server (``DefaultRequestHandlerV2`` and ``LegacyRequestHandler`` ``on_message_send`` /
