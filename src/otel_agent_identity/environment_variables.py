@@ -17,8 +17,14 @@ OTEL_INSTRUMENTATION_AGENT_IDENTITY_STAMP_SPANS = "OTEL_INSTRUMENTATION_AGENT_ID
 """``true`` (default) or ``false``: stamp the run's ids on every span started inside the run."""
 
 OTEL_INSTRUMENTATION_AGENT_IDENTITY_ALLOWLIST = "OTEL_INSTRUMENTATION_AGENT_IDENTITY_ALLOWLIST"
-"""Comma-separated destinations that may receive identity as baggage: MCP server names, URLs
-(prefix match) or host patterns (``fnmatch``, e.g. ``*.internal.example``). Default: empty."""
+"""Comma-separated destinations that may receive the run's ids as baggage (``gen_ai.conversation.id``,
+``agent_identity.execution.id``, ``agent_identity.delegation.id``): URLs (an entry with ``://``:
+same scheme, host and port, path prefix at a ``/`` boundary), client-side MCP server names (an
+Agent Framework MCP tool's ``name``, a stdio server's command or its base name) or host patterns
+(``fnmatch``, e.g. ``*.internal.example``). Default: empty, identity goes nowhere. See
+``docs/threat-model.md``."""
 
 OTEL_INSTRUMENTATION_AGENT_IDENTITY_BAGGAGE_KEYS = "OTEL_INSTRUMENTATION_AGENT_IDENTITY_BAGGAGE_KEYS"
-"""Comma-separated extra baggage keys that count as identity, added to the default list. Default: empty."""
+"""Comma-separated extra baggage keys that count as identity (``*`` wildcards, case-insensitive),
+added to ``config.DEFAULT_IDENTITY_BAGGAGE_KEYS``; the guard strips them from MCP ``_meta`` and
+outbound HTTP ``baggage`` headers. Default: empty."""

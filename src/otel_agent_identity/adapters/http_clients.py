@@ -56,8 +56,8 @@ def _filter_core_request(request: Any) -> None:
         seen = False
         for name, value in request.headers:
             if name.lower() == b"baggage":
+                value = boundary.filter_baggage_header(value, None if seen else destination)  # ids once
                 seen = True
-                value = boundary.filter_baggage_header(value, destination)
                 if value is None:
                     continue
                 value = value.encode("latin-1")
