@@ -61,7 +61,7 @@ class Collector:
         stop(self.proc)
 
 
-def start_collector(binary: str | Path, workdir: Path, groupbytrace_wait: str = "2s") -> Collector:
+def start_collector(binary: str | Path, workdir: Path, groupbytrace_wait: str = "3s") -> Collector:
     """Start the collector; its spans go to ``workdir/spans.jsonl``. Raises RuntimeError if it fails."""
     otlp_http, otlp_grpc, metrics = free_port(), free_port(), free_port()
     spans_file, log = workdir / "spans.jsonl", workdir / "collector.log"
