@@ -150,3 +150,19 @@ def test_readers_tolerate_odd_input(odd):
     assert facts.message_attributes(odd) == {}
     assert facts.request_attributes(odd)[facts.attrs.A2A_METHOD_NAME] == "SendMessage"
     assert a2a_sdk.context_rule(None, odd, None) is None
+
+
+async def test_server_reads_grpc_metadata(instrumentor, exporter):
+    from a2a.server.context import ServerCallContext
+
+    class Servicer:  # the part of grpc.aio.ServicerContext the adapter reads
+        def invocation_metadata(self):
+            return (("traceparent", TRACEPARENT), ("a2a-version", "1.0"))
+
+    async def on_send(params, ctx):
+        return Task(id="t", context_id="c")
+
+    ctx = ServerCallContext(state={"grpc_context": Servicer()})
+    await server_wrapper(trace.get_tracer("t"), False)(on_send, None, (_request(), ctx), {})
+    (span,) = exporter.get_finished_spans()
+    assert format(span.parent.span_id, "016x") == "b7ad6b7169203331"

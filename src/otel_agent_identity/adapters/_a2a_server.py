@@ -27,10 +27,18 @@ _PROPAGATOR = TraceContextTextMapPropagator()
 
 
 def _headers(call_context: Any) -> Mapping[str, str]:
+    """Request headers, lower-cased: ``state["headers"]`` (HTTP routes) or the gRPC invocation
+    metadata of ``state["grpc_context"]`` (``GrpcHandler``)."""
     state = getattr(call_context, "state", None)
-    headers = state.get("headers") if isinstance(state, Mapping) else None
-    if not isinstance(headers, Mapping):
+    if not isinstance(state, Mapping):
         return {}
+    headers = state.get("headers")
+    if not isinstance(headers, Mapping):
+        grpc_context = state.get("grpc_context")
+        try:
+            headers = dict(grpc_context.invocation_metadata() or ()) if grpc_context is not None else {}
+        except Exception:  # noqa: BLE001 - not a servicer context
+            headers = {}
     return {str(k).lower(): v for k, v in headers.items() if isinstance(v, str)}
 
 
