@@ -9,8 +9,6 @@ import stat
 import subprocess
 import sys
 import time
-from pathlib import Path
-from urllib.parse import unquote_plus
 
 import pytest
 from opentelemetry import baggage, context, propagate, trace
@@ -18,42 +16,11 @@ from opentelemetry.baggage.propagation import W3CBaggagePropagator
 from opentelemetry.propagators.composite import CompositePropagator
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-SERVERS = Path(__file__).with_name("echo_servers.py")
-
-#: what the application plants in baggage: identity (incl. one key it configures) and one plain entry
-PLANTED = {
-    "gen_ai.conversation.id": "app-conv",
-    "session.id": "app-session",
-    "user.id": "alice",
-    "thread_id": "app-thread",
-    "agent_identity.execution.id": "app-exec",
-    "app.customer_ref": "cust-7",
-    "tenant": "acme",
-}
-APP_IDENTITY_KEYS = ["app.customer_ref"]
-IDENTITY_VALUES = {v for k, v in PLANTED.items() if k != "tenant"}
-DOCUMENTED = {"gen_ai.conversation.id", "agent_identity.execution.id", "agent_identity.delegation.id"}
-
-
-def parse_baggage(value: str | None) -> dict[str, str]:
-    """W3C baggage header -> {key: value} (properties dropped)."""
-    out = {}
-    for member in (value or "").split(","):
-        head = member.split(";", 1)[0]
-        if "=" in head:
-            k, v = head.split("=", 1)
-            out[unquote_plus(k.strip())] = unquote_plus(v.strip())
-    return out
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from guard_helpers import APP_IDENTITY_KEYS, PLANTED, SERVERS, free_port
 
 
 def _start(mode: str) -> tuple[subprocess.Popen, int]:
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen([sys.executable, str(SERVERS), mode, str(port)], stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -129,10 +96,3 @@ def guard(tracer_provider, exporter):
 
     yield install
     inst.uninstrument()
-
-
-def assert_no_identity(received: dict) -> None:
-    """Nothing identity-bearing anywhere in what arrived (``_meta`` and headers)."""
-    text = repr(received)
-    leaked = [v for v in IDENTITY_VALUES if v in text]
-    assert not leaked, f"identity reached the server: {leaked} in {received}"

@@ -7,7 +7,7 @@ import json
 import sys
 
 import pytest
-from conftest import SERVERS, assert_no_identity, parse_baggage
+from guard_helpers import SERVERS, assert_no_identity, parse_baggage
 
 af = pytest.importorskip("agent_framework")
 from agent_framework import Agent, AgentSession, MCPStdioTool, MCPStreamableHTTPTool  # noqa: E402

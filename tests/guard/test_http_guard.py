@@ -7,7 +7,7 @@ import httpx
 import httpx2
 import pytest
 import requests
-from conftest import assert_no_identity, parse_baggage
+from guard_helpers import assert_no_identity, parse_baggage
 from opentelemetry import propagate
 
 from otel_agent_identity.scope import IdentityScope, attach, detach

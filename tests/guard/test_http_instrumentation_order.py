@@ -6,7 +6,7 @@ from __future__ import annotations
 import httpx
 import pytest
 import requests
-from conftest import assert_no_identity, parse_baggage
+from guard_helpers import assert_no_identity, parse_baggage
 
 HTTPXClientInstrumentor = pytest.importorskip("opentelemetry.instrumentation.httpx").HTTPXClientInstrumentor
 RequestsInstrumentor = pytest.importorskip("opentelemetry.instrumentation.requests").RequestsInstrumentor

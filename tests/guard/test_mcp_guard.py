@@ -7,7 +7,7 @@ import json
 import os
 
 import pytest
-from conftest import DOCUMENTED, assert_no_identity, parse_baggage
+from guard_helpers import assert_no_identity, parse_baggage
 from mcp.client.client import Client
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -121,4 +121,3 @@ async def test_uninstrument_restores_mcp(servers, planted, guard):
     guard().uninstrument()
     received = await _session_http(servers["mcp_other"])
     assert parse_baggage(received["meta"]["baggage"])["user.id"] == "alice"
-    assert set(DOCUMENTED) - {"agent_identity.delegation.id"} <= set(parse_baggage(received["meta"]["baggage"]))

@@ -8,7 +8,7 @@ import time
 
 import pytest
 import uvicorn
-from conftest import _free_port
+from guard_helpers import free_port
 from echo_servers import mcp as echo_server
 from test_mcp_guard import _session_http
 
@@ -24,7 +24,7 @@ UPSTREAM = {
 
 @pytest.fixture(scope="module")
 def local_server():
-    port = _free_port()
+    port = free_port()
     app = echo_server.streamable_http_app(host="127.0.0.1")
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
