@@ -11,6 +11,7 @@ import re
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from dataclasses import dataclass, field
@@ -97,14 +98,25 @@ def otel_env(service: str, endpoint: Optional[str], **extra: str) -> dict[str, s
 
 
 def start_specialist(service: str, endpoint: Optional[str], forgetful: bool = False, **extra: str):
-    """Start ``specialist.py`` under the launcher; returns ``(process, url)`` once it is ready."""
+    """Start ``specialist.py`` under the launcher; returns ``(process, url)`` once it is ready.
+
+    Its stdout is a pipe (the console exporter, when ``endpoint`` is None); its stderr goes to the
+    file ``process.log_path`` (a pipe nobody reads could fill up and stall the server).
+    """
     port = free_port()
+    log = tempfile.NamedTemporaryFile(prefix=f"{service}-", suffix=".log", delete=False)
     cmd = [str(LAUNCHER), sys.executable, str(EXAMPLES / "specialist.py"), "--port", str(port), "--name", service]
     if forgetful:
         cmd.append("--forgetful")
-    proc = subprocess.Popen(cmd, env=otel_env(service, endpoint, **extra), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    wait_port(port, proc)
+    with log:
+        proc = subprocess.Popen(cmd, env=otel_env(service, endpoint, **extra), stdout=subprocess.PIPE,
+                                stderr=log, text=True)
+    proc.log_path = Path(log.name)
+    try:
+        wait_port(port, proc)
+    except RuntimeError as exc:
+        stop(proc)
+        raise RuntimeError(f"{service}: {exc}; log:\n{proc.log_path.read_text()[-2000:]}") from exc
     return proc, f"http://127.0.0.1:{port}/"
 
 
@@ -123,7 +135,7 @@ def run_orchestrator(specialists: list[tuple[str, str]], endpoint: Optional[str]
 
 
 def stop(proc: subprocess.Popen, timeout: float = 10.0) -> None:
-    """Terminate a process we started (and reap it)."""
+    """Terminate a process we started (and reap it); remove its stderr log unless AGENT_IDENTITY_KEEP_LOGS."""
     if proc.poll() is None:
         proc.terminate()
         try:
@@ -131,6 +143,9 @@ def stop(proc: subprocess.Popen, timeout: float = 10.0) -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+    log = getattr(proc, "log_path", None)
+    if log is not None and not os.environ.get("AGENT_IDENTITY_KEEP_LOGS"):
+        log.unlink(missing_ok=True)
 
 
 # -- reading what the collector wrote ------------------------------------------------------------
