@@ -60,6 +60,8 @@ async def test_a2a_agent_hop_is_one_trace_with_the_right_ids_on_both_sides(instr
             await agent.run(message, session=session)
         ids.append(mid)
     context_id = session.service_session_id["context_id"]
+    # the A2A conversation is the remote contextId: the local AgentSession.session_id never shows up
+    assert {s.attributes.get("gen_ai.conversation.id") for s in exporter.get_finished_spans()} <= {None, context_id}
     spans = _client_spans(exporter)
     assert len(spans) == 2
     for client, mid in zip(spans, ids):

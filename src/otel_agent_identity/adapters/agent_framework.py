@@ -7,7 +7,9 @@ one; ``A2AAgent`` (CLIENT) and ``WorkflowAgent`` (INTERNAL) emit none, so we cre
 
 Conversation id, in order: registered override; ``agent._get_otel_conversation_id(session)``
 (ADR-0029: ``AgentSession.service_session_id`` when a string, A2A ``context_id``); then this
-module's rule, the framework's durable ``AgentSession.session_id``. No session, no id.
+module's rule, the framework's durable ``AgentSession.session_id``. No session, no id. An
+``A2AAgent``'s conversation is the remote one (the A2A contextId, service-assigned on the first
+turn, learned from the response by the a2a-sdk adapter), so the local session id is never used.
 
 An ``A2AAgent`` run is a delegation: its ``agent_identity.delegation.id`` is the one given with
 ``otel_agent_identity.delegation(key=...)``, else UUID5 of the ``message_id`` of the last input
@@ -98,7 +100,7 @@ def _run_wrapper(handler: RunHandler, kind: str):
                 spec = _span_spec(instance, SpanKind.CLIENT if kind == "a2a" else SpanKind.INTERNAL)
             run = handler.start(
                 framework=NAME, agent=instance, session=kwargs.get("session"), args=args, kwargs=kwargs,
-                rule=session_rule, span=spec, delegation_id=delegation_id,
+                rule=None if kind == "a2a" else session_rule, span=spec, delegation_id=delegation_id,
             )
         except Exception:  # noqa: BLE001 - never break the application
             run = None
