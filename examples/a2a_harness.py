@@ -85,9 +85,13 @@ def start_collector(binary: str | Path, workdir: Path, groupbytrace_wait: str = 
 
 
 def otel_env(service: str, endpoint: Optional[str], **extra: str) -> dict[str, str]:
-    """Environment of an instrumented process: OTLP/HTTP to ``endpoint`` (None: console exporter)."""
+    """Environment of an instrumented process: OTLP/HTTP to ``endpoint`` (None: console exporter).
+
+    a2a-sdk's own per-method spans are off (``OTEL_INSTRUMENTATION_A2A_SDK_ENABLED=false``) so traces
+    read as agent -> hop -> agent; pass ``OTEL_INSTRUMENTATION_A2A_SDK_ENABLED="true"`` to keep them.
+    """
     env = dict(os.environ, OTEL_SERVICE_NAME=service, OTEL_METRICS_EXPORTER="none", OTEL_LOGS_EXPORTER="none",
-               OTEL_BSP_SCHEDULE_DELAY="100", PYTHONUNBUFFERED="1")
+               OTEL_BSP_SCHEDULE_DELAY="100", PYTHONUNBUFFERED="1", OTEL_INSTRUMENTATION_A2A_SDK_ENABLED="false")
     if endpoint:
         env.update(OTEL_TRACES_EXPORTER="otlp", OTEL_EXPORTER_OTLP_PROTOCOL="http/protobuf",
                    OTEL_EXPORTER_OTLP_ENDPOINT=endpoint)

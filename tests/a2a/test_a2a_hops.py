@@ -17,7 +17,7 @@ from opentelemetry.trace import SpanKind
 import otel_agent_identity
 from otel_agent_identity.scope import new_delegation_id
 
-from conftest import span_hex, trace_hex
+from a2a_test_support import span_hex, trace_hex
 
 pytestmark = pytest.mark.e2e
 
