@@ -1,0 +1,83 @@
+"""A2A: the caller forwards its ids only to the allowlisted agent URL; the instrumented specialist
+(its own process, under ``opentelemetry-instrument``) records them as ``agent_identity.upstream.*``."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+
+import pytest
+
+h = pytest.importorskip("a2a_harness")
+from agent_framework import Message  # noqa: E402
+from agent_framework.a2a import A2AAgent  # noqa: E402
+from opentelemetry.trace import SpanKind  # noqa: E402
+
+pytestmark = pytest.mark.e2e
+
+
+class Specialist:
+    """A specialist process whose console-exported spans are read back from its stdout."""
+
+    def __init__(self, service: str) -> None:
+        self.proc, self.url = h.start_specialist(service, None)
+        self._text: list[str] = []
+        threading.Thread(target=lambda: self._text.extend(self.proc.stdout), daemon=True).start()
+
+    def server_spans(self, trace_id: int, timeout: float = 20.0) -> list[dict]:
+        """The A2A ``Send*`` SERVER spans of ``trace_id`` (a2a-sdk's own spans are SERVER too)."""
+        deadline, want = time.monotonic() + timeout, f"0x{trace_id:032x}"
+        while True:
+            found = [s for s in self._spans() if s["context"]["trace_id"] == want and s["name"].startswith("Send")]
+            if found or time.monotonic() > deadline:
+                return found
+            time.sleep(0.1)
+
+    def _spans(self) -> list[dict]:
+        decoder, text, out, i = json.JSONDecoder(), "".join(self._text), [], 0
+        while (i := text.find("{\n", i)) != -1:
+            try:
+                span, i = decoder.raw_decode(text, i)
+            except json.JSONDecodeError:
+                break
+            out.append(span)
+        return out
+
+
+@pytest.fixture(scope="module")
+def specialists():
+    pair = [Specialist("guard-allowed"), Specialist("guard-other")]
+    yield pair
+    for s in pair:
+        h.stop(s.proc)
+
+
+async def _two_turns(url: str, exporter) -> list:
+    agent = A2AAgent(name="specialist", url=url)
+    session = agent.create_session()
+    for turn in range(2):
+        await agent.run(Message(role="user", contents=[f"hi {turn}"], message_id=uuid.uuid4().hex), session=session)
+    spans = [s for s in exporter.get_finished_spans() if s.kind is SpanKind.CLIENT and s.name.startswith("invoke_agent")]
+    exporter.clear()
+    return spans
+
+
+async def test_only_the_allowlisted_agent_receives_identity(specialists, guard, exporter):
+    allowed, other = specialists
+    guard(allowlist=[allowed.url])
+    for turn, client in enumerate(await _two_turns(allowed.url, exporter)):
+        entry = allowed.server_spans(client.context.trace_id)
+        assert entry, "the specialist exported no SERVER span in the caller's trace"
+        got = entry[0]["attributes"]
+        a = client.attributes
+        assert got["agent_identity.upstream.delegation.id"] == a["agent_identity.delegation.id"]
+        assert got["agent_identity.upstream.execution.id"] == a["agent_identity.execution.id"]
+        if turn == 1:  # from turn 2 on the caller continues the A2A context id the server assigned
+            assert got["agent_identity.upstream.conversation.id"] == a["gen_ai.conversation.id"]
+        assert "agent_identity.upstream.mismatch" not in got
+    for client in await _two_turns(other.url, exporter):
+        entry = other.server_spans(client.context.trace_id)
+        assert entry
+        assert not [k for k in entry[0]["attributes"] if k.startswith("agent_identity.upstream.")]
