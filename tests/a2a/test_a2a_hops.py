@@ -138,3 +138,15 @@ async def test_application_idempotency_key_gives_the_delegation_id(instrumentor,
     spans = _client_spans(exporter)
     assert {s.attributes["agent_identity.delegation.id"] for s in spans} == {did}  # ... the key wins
     assert len({s.attributes["a2a.message.id"] for s in spans}) == 2
+
+
+async def test_a2a_agent_rerun_of_the_same_message_is_one_delegation_two_executions(instrumentor, exporter, specialist):
+    agent = A2AAgent(name="specialist", url=specialist.url)
+    session = agent.create_session()
+    message = Message(role="user", contents=["book it"], message_id=uuid.uuid4().hex)
+    await agent.run(message, session=session)
+    await agent.run(message, session=session)  # the response was lost: send the same message again
+    first, second = _client_spans(exporter)
+    assert first.attributes["agent_identity.delegation.id"] == second.attributes["agent_identity.delegation.id"]
+    executions = {_server_view(specialist, s)[1]["attributes"]["agent_identity.execution.id"] for s in (first, second)}
+    assert len(executions) == 2  # the callee really ran twice: what the collector counts as a duplicate
