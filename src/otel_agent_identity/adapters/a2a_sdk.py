@@ -115,6 +115,11 @@ def _send_wrapper(handler: RunHandler):
 
 
 def _begin_send(handler: RunHandler, client: Any, args: tuple, kwargs: dict):
+    """Set up one send of ``request: SendMessageRequest`` by ``client: BaseClient``.
+
+    Returns ``(run or None, delegation span, SendTarget or None, kwargs with the traceparent
+    context)``, or None when no tracking could start. May raise (the wrapper catches it).
+    """
     request = args[0] if args else kwargs.get("request")
     message = getattr(request, "message", None)
     did = new_delegation_id(transport_key=getattr(message, "message_id", None) or None)
