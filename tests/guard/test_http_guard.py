@@ -109,3 +109,15 @@ async def test_malformed_baggage_passes_minus_identity(servers, guard):
 async def test_uninstrument_restores_http(servers, planted, guard):
     guard().uninstrument()
     assert "user.id=alice" in httpx.get(servers["http_other"], headers=_headers()).json()["headers"]["baggage"]
+
+
+async def test_guard_stays_on_when_frameworks_leave_it_out(servers, planted, tracer_provider):
+    from otel_agent_identity import AgentIdentityInstrumentor
+
+    inst = AgentIdentityInstrumentor()
+    inst.instrument(tracer_provider=tracer_provider, frameworks=["agent_framework"], identity_baggage_keys=["app.*"])
+    try:
+        headers = httpx.get(servers["http_other"], headers=_headers()).json()["headers"]
+    finally:
+        inst.uninstrument()
+    assert parse_baggage(headers["baggage"]) == {"tenant": "acme"}

@@ -29,8 +29,6 @@ from otel_agent_identity import boundary
 
 NAME = "http"
 REQUIREMENTS: tuple[str, ...] = ()  # each library below is optional and checked on its own
-#: a guard, not a framework: installed even when ``frameworks`` leaves it out
-GUARD = True
 
 _logger = logging.getLogger(__name__)
 #: (requirement, module, class, method, wrapper kind)

@@ -39,8 +39,6 @@ from otel_agent_identity.scope import current_scope
 
 NAME = "mcp"
 REQUIREMENTS = ("mcp >= 2.3, < 3",)
-#: a guard, not a framework: installed even when ``frameworks`` leaves it out
-GUARD = True
 
 _logger = logging.getLogger(__name__)
 _DESTINATION: contextvars.ContextVar[Optional[Destination]] = contextvars.ContextVar(
@@ -79,6 +77,9 @@ class _Registering:
         if self._key is not None:
             _streams.pop(self._key, None)
         return await self._inner.__aexit__(*exc)
+
+    def __getattr__(self, name: str) -> Any:  # anything else the caller reads: the transport's own
+        return getattr(self._inner, name)
 
 
 def _transport_destination(name: str, args: tuple, kwargs: dict) -> Destination:
