@@ -14,20 +14,23 @@ _logger = logging.getLogger(__name__)
 DEFAULT_MAX_ID_LENGTH = 256
 MAX_ID_LENGTH_LIMIT = 4096
 
-#: Baggage keys that carry identity; the guard strips them unless the destination is allowlisted.
+#: Baggage keys that carry identity (case-insensitive, ``*`` wildcards); the guard strips them
+#: unless the destination is allowlisted. ``session.*``/``user.*``/``enduser.*`` are the semconv
+#: namespaces (``session.id``, ``session.previous_id``, ``user.id``, ``user.email``, ``enduser.id``).
 DEFAULT_IDENTITY_BAGGAGE_KEYS = (
     "gen_ai.conversation.id",
-    "session.id",
-    "session.previous_id",
     "agent_identity.*",
+    "session.*",
+    "user.*",
+    "enduser.*",
     "conversation.id",
     "conversation_id",
     "session_id",
     "thread_id",
     "thread.id",
-    "user.id",
     "user_id",
-    "enduser.id",
+    "langfuse.session.id",
+    "langfuse.user.id",
 )
 
 

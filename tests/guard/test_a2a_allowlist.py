@@ -59,7 +59,8 @@ async def _two_turns(url: str, exporter) -> list:
     session = agent.create_session()
     for turn in range(2):
         await agent.run(Message(role="user", contents=[f"hi {turn}"], message_id=uuid.uuid4().hex), session=session)
-    spans = [s for s in exporter.get_finished_spans() if s.kind is SpanKind.CLIENT and s.name.startswith("invoke_agent")]
+    spans = [s for s in exporter.get_finished_spans()
+             if s.kind is SpanKind.CLIENT and s.name.startswith("invoke_agent")]
     exporter.clear()
     return spans
 

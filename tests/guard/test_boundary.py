@@ -28,12 +28,14 @@ def scope():
 
 
 @pytest.mark.parametrize("key", ["gen_ai.conversation.id", "session.id", "Session.Id", "agent_identity.execution.id",
-                                 "agent_identity.anything", "thread_id", "user.id", "enduser.id", " conversation_id "])
+                                 "agent_identity.anything", "thread_id", "user.id", "user.email", "enduser.id",
+                                 "session.previous_id", "langfuse.session.id", " conversation_id "])
 def test_default_identity_keys(key):
     assert Policy().is_identity_key(key)
 
 
-@pytest.mark.parametrize("key", ["tenant", "gen_ai.request.model", "agent_identityx", "session", "traceparent"])
+@pytest.mark.parametrize("key", ["tenant", "gen_ai.request.model", "agent_identityx", "session", "traceparent",
+                                 "user_agent.original", "sessionid.x"])
 def test_not_identity(key):
     assert not Policy().is_identity_key(key)
 
