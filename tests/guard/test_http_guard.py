@@ -121,3 +121,18 @@ async def test_guard_stays_on_when_frameworks_leave_it_out(servers, planted, tra
     finally:
         inst.uninstrument()
     assert parse_baggage(headers["baggage"]) == {"tenant": "acme"}
+
+
+async def test_allowlist_from_environment(servers, planted, scope, monkeypatch):
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_AGENT_IDENTITY_ALLOWLIST", servers["http_ok"])
+    from otel_agent_identity import AgentIdentityInstrumentor
+
+    inst = AgentIdentityInstrumentor()
+    inst.instrument(identity_baggage_keys=["app.*"])
+    try:
+        ok = httpx.get(servers["http_ok"], headers=_headers()).json()["headers"]
+        other = httpx.get(servers["http_other"], headers=_headers()).json()["headers"]
+    finally:
+        inst.uninstrument()
+    assert parse_baggage(ok["baggage"]) == {"tenant": "acme", **SCOPE}
+    assert parse_baggage(other["baggage"]) == {"tenant": "acme"}

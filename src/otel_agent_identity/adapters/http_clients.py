@@ -45,6 +45,8 @@ _wrapped: list[tuple[Any, str]] = []
 def _filter_core_request(request: Any) -> None:
     """Filter an ``httpcore(2).Request``: ``url`` (scheme/host/port/target bytes), ``headers`` list of bytes pairs."""
     try:
+        if not boundary.policy().allowlist and not any(n.lower() == b"baggage" for n, _ in request.headers):
+            return  # fast path: nothing to remove, nothing to forward
         url = request.url
         port = f":{url.port}" if url.port else ""
         destination = boundary.Destination(
