@@ -103,11 +103,6 @@ def policy() -> Policy:
     return _policy
 
 
-def destination_from_url(url: Any) -> Destination:
-    """A :class:`Destination` for an absolute URL (str, or an object whose ``str()`` is one)."""
-    return Destination(url=str(url))
-
-
 def filter_baggage_header(value: Any, destination: Optional[Destination]) -> Optional[str]:
     """Filter one W3C ``baggage`` header value (str or bytes) for ``destination``.
 
