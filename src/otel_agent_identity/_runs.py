@@ -19,6 +19,7 @@ from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from otel_agent_identity import attributes as attrs
+from otel_agent_identity.boundary import check_served
 from otel_agent_identity.extractors import Extracted, Extractor, ExtractorRegistry, RunCall
 from otel_agent_identity.scope import IdentityScope, attach, current_scope, detach, new_execution_id
 from otel_agent_identity.span_processor import IdentitySpanProcessor, set_while_ending
@@ -161,6 +162,8 @@ class Run:
         else:
             set_while_ending(span, conversation_attributes(self._pre, post))
         effective = post or self._pre
+        if self.scope.parent_execution_id is None:  # the run serving an inbound hop, if any
+            check_served(effective.conversation_id if effective else None)
         if effective and effective.conversation_id != self.scope.conversation_id:
             self.scope.conversation_id = effective.conversation_id
             self.scope.refresh()

@@ -27,6 +27,8 @@ from fnmatch import fnmatchcase
 from typing import Any, Iterable, Mapping, Optional
 from urllib.parse import quote_plus, unquote_plus, urlsplit
 
+from opentelemetry import context as otel_context
+
 from otel_agent_identity import attributes as attrs
 from otel_agent_identity.config import DEFAULT_IDENTITY_BAGGAGE_KEYS, DEFAULT_MAX_ID_LENGTH
 from otel_agent_identity.scope import current_scope
@@ -170,6 +172,32 @@ def record_upstream(span: Any, baggage: Mapping[str, Any], local_conversation_id
             span.set_attribute(attrs.UPSTREAM_MISMATCH, True)
     except Exception:  # noqa: BLE001
         _logger.debug("otel-agent-identity: could not record upstream identity", exc_info=True)
+
+
+_INBOUND = otel_context.create_key("otel_agent_identity.inbound")
+
+
+def inbound_context(span: Any, baggage: Mapping[str, Any], ctx: otel_context.Context) -> otel_context.Context:
+    """Receiver side of a hop (e.g. an A2A request): record forwarded identity on the server
+    ``span`` and return ``ctx`` (the request's context) remembering the forwarded conversation id,
+    so the agent run that serves the request flags ``agent_identity.upstream.mismatch`` on ``span``
+    when its own conversation id differs (see :func:`check_served`). Never raises."""
+    record_upstream(span, baggage)
+    upstream = baggage.get(attrs.GEN_AI_CONVERSATION_ID) if baggage else None
+    if isinstance(upstream, str) and upstream:
+        return otel_context.set_value(_INBOUND, (span, upstream), ctx)
+    return ctx
+
+
+def check_served(conversation_id: Optional[str]) -> None:
+    """Called when the outermost agent run serving an inbound request knows its conversation id
+    (str or None): flags the request's server span when it differs from the forwarded one."""
+    inbound = otel_context.get_value(_INBOUND)
+    if inbound is None or not conversation_id:
+        return
+    span, upstream = inbound
+    if upstream != conversation_id and span.is_recording():
+        span.set_attribute(attrs.UPSTREAM_MISMATCH, True)
 
 
 def _strip_identity(value: str) -> list[str]:

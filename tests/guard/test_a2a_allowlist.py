@@ -21,8 +21,8 @@ pytestmark = pytest.mark.e2e
 class Specialist:
     """A specialist process whose console-exported spans are read back from its stdout."""
 
-    def __init__(self, service: str) -> None:
-        self.proc, self.url = h.start_specialist(service, None)
+    def __init__(self, service: str, forgetful: bool = False) -> None:
+        self.proc, self.url = h.start_specialist(service, None, forgetful=forgetful)
         self._text: list[str] = []
         threading.Thread(target=lambda: self._text.extend(self.proc.stdout), daemon=True).start()
 
@@ -48,7 +48,7 @@ class Specialist:
 
 @pytest.fixture(scope="module")
 def specialists():
-    pair = [Specialist("guard-allowed"), Specialist("guard-other")]
+    pair = [Specialist("guard-allowed"), Specialist("guard-other"), Specialist("guard-forgetful", forgetful=True)]
     yield pair
     for s in pair:
         h.stop(s.proc)
@@ -66,7 +66,7 @@ async def _two_turns(url: str, exporter) -> list:
 
 
 async def test_only_the_allowlisted_agent_receives_identity(specialists, guard, exporter):
-    allowed, other = specialists
+    allowed, other, _forgetful = specialists
     guard(allowlist=[allowed.url])
     for turn, client in enumerate(await _two_turns(allowed.url, exporter)):
         entry = allowed.server_spans(client.context.trace_id)
@@ -82,3 +82,13 @@ async def test_only_the_allowlisted_agent_receives_identity(specialists, guard, 
         entry = other.server_spans(client.context.trace_id)
         assert entry
         assert not [k for k in entry[0]["attributes"] if k.startswith("agent_identity.upstream.")]
+
+
+async def test_allowlisted_forgetful_agent_flags_the_upstream_mismatch(specialists, guard, exporter):
+    forgetful = specialists[2]
+    guard(allowlist=[forgetful.url])
+    clients = await _two_turns(forgetful.url, exporter)
+    got = forgetful.server_spans(clients[1].context.trace_id)[0]["attributes"]
+    # turn 2 asked to continue the context the server assigned; the agent started another one
+    assert got["agent_identity.upstream.conversation.id"] == clients[1].attributes["gen_ai.conversation.id"]
+    assert got["agent_identity.upstream.mismatch"] is True

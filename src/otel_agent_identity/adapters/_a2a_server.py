@@ -5,7 +5,7 @@
 current span when a transport instrumentation already started one (it extracted the headers
 itself), else the W3C ``traceparent`` of ``context.state["headers"]`` (the JSON-RPC and REST routes
 put the HTTP request headers there). Only trace context is read here; identity forwarded by an
-allowlisted caller is the boundary guard's (``otel_agent_identity.boundary.record_upstream``).
+allowlisted caller is the boundary guard's (``otel_agent_identity.boundary.inbound_context``).
 """
 
 from __future__ import annotations
@@ -14,16 +14,20 @@ import logging
 from typing import Any, Mapping, Optional
 
 import wrapt
+from opentelemetry import baggage
 from opentelemetry import context as otel_context
+from opentelemetry.baggage.propagation import W3CBaggagePropagator
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from otel_agent_identity import attributes as attrs
+from otel_agent_identity import boundary
 from otel_agent_identity.adapters import _a2a_attrs as facts
 
 _logger = logging.getLogger(__name__)
 _PROPAGATOR = TraceContextTextMapPropagator()
+_BAGGAGE = W3CBaggagePropagator()
 
 
 def _headers(call_context: Any) -> Mapping[str, str]:
@@ -61,19 +65,16 @@ def _agent_name(handler: Any) -> Optional[str]:
     return name if isinstance(name, str) and name else None
 
 
-def _record_upstream(span: Any, headers: Mapping[str, str]) -> None:
-    """Hand the request's W3C baggage to the boundary guard (it records allowlisted identity)."""
+def _inbound(span: Any, headers: Mapping[str, str], ctx: otel_context.Context) -> otel_context.Context:
+    """Hand the request's W3C baggage to the boundary guard: it records identity an allowlisted
+    caller forwarded, and the serving agent run later compares its own conversation id."""
     if "baggage" not in headers:
-        return
+        return ctx
     try:
-        from opentelemetry import baggage
-        from opentelemetry.baggage.propagation import W3CBaggagePropagator
-
-        from otel_agent_identity.boundary import record_upstream
-
-        record_upstream(span, baggage.get_all(W3CBaggagePropagator().extract(headers)))
+        return boundary.inbound_context(span, baggage.get_all(_BAGGAGE.extract(headers)), ctx)
     except Exception:  # noqa: BLE001
-        _logger.debug("otel-agent-identity: record_upstream failed", exc_info=True)
+        _logger.debug("otel-agent-identity: recording upstream identity failed", exc_info=True)
+        return ctx
 
 
 def start_server_span(tracer: trace.Tracer, handler: Any, params: Any, call_context: Any, streaming: bool):
@@ -92,8 +93,7 @@ def start_server_span(tracer: trace.Tracer, handler: Any, params: Any, call_cont
     if name:
         span_attrs[attrs.GEN_AI_AGENT_NAME] = name
     span = tracer.start_span(facts.method_name(streaming), context=parent, kind=SpanKind.SERVER, attributes=span_attrs)
-    _record_upstream(span, headers)
-    return span, trace.set_span_in_context(span, parent)
+    return span, _inbound(span, headers, trace.set_span_in_context(span, parent))
 
 
 def observe(span: Any, event: Any) -> None:
