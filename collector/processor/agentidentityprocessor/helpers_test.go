@@ -140,3 +140,7 @@ func configFrom(t testing.TB, raw map[string]any) *Config {
 	require.NoError(t, cfg.Validate())
 	return cfg
 }
+
+func confmapUnmarshal(raw map[string]any, cfg any) error {
+	return confmap.NewFromStringMap(raw).Unmarshal(cfg)
+}

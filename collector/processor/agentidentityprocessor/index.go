@@ -20,31 +20,39 @@ type spanRef struct {
 	service string
 }
 
-// groupByTrace splits a batch into its traces, keeping batch order.
+// groupByTrace splits a batch into its traces, keeping batch order. After
+// groupbytrace a batch is one trace: one slice, allocated once.
 func groupByTrace(td ptrace.Traces) [][]spanRef {
-	var groups [][]spanRef
-	var byID map[pcommon.TraceID]int
-	last, lastIdx := pcommon.TraceID{}, -1
+	refs := make([]spanRef, 0, td.SpanCount())
+	multi := false
+	var first pcommon.TraceID
 	for _, rs := range td.ResourceSpans().All() {
 		svc := serviceName(rs.Resource())
 		for _, ss := range rs.ScopeSpans().All() {
 			for _, span := range ss.Spans().All() {
-				tid := span.TraceID()
-				if lastIdx < 0 || tid != last {
-					if byID == nil {
-						byID = make(map[pcommon.TraceID]int)
-					}
-					idx, ok := byID[tid]
-					if !ok {
-						idx = len(groups)
-						byID[tid] = idx
-						groups = append(groups, nil)
-					}
-					last, lastIdx = tid, idx
+				if len(refs) == 0 {
+					first = span.TraceID()
+				} else if !multi && span.TraceID() != first {
+					multi = true
 				}
-				groups[lastIdx] = append(groups[lastIdx], spanRef{span: span, service: svc})
+				refs = append(refs, spanRef{span: span, service: svc})
 			}
 		}
+	}
+	if !multi {
+		return [][]spanRef{refs}
+	}
+	var groups [][]spanRef
+	byID := make(map[pcommon.TraceID]int)
+	for _, r := range refs {
+		tid := r.span.TraceID()
+		idx, ok := byID[tid]
+		if !ok {
+			idx = len(groups)
+			byID[tid] = idx
+			groups = append(groups, nil)
+		}
+		groups[idx] = append(groups[idx], r)
 	}
 	return groups
 }
@@ -80,7 +88,8 @@ type traceIndex struct {
 
 func buildIndex(spans []spanRef) *traceIndex {
 	n := len(spans)
-	t := &traceIndex{spans: spans, parent: make([]int32, n)}
+	buf := make([]int32, 4*n+1) // parent, counts (n+1), fill, order
+	t := &traceIndex{spans: spans, parent: buf[:n:n]}
 	ids := make(map[pcommon.SpanID]int32, n)
 	for i, s := range spans {
 		id := s.span.SpanID()
@@ -90,7 +99,7 @@ func buildIndex(spans []spanRef) *traceIndex {
 			ids[id] = int32(i)
 		}
 	}
-	counts := make([]int32, n+1)
+	counts := buf[n : 2*n+1 : 2*n+1]
 	for i, s := range spans {
 		pid := s.span.ParentSpanID()
 		p := parentNone
@@ -109,7 +118,7 @@ func buildIndex(spans []spanRef) *traceIndex {
 	}
 	t.first = counts
 	t.kids = make([]int32, counts[n])
-	fill := make([]int32, n)
+	fill := buf[2*n+1 : 3*n+1 : 3*n+1]
 	copy(fill, counts[:n])
 	for i, p := range t.parent {
 		if p >= 0 {
@@ -119,7 +128,7 @@ func buildIndex(spans []spanRef) *traceIndex {
 	}
 	// Breadth-first from the roots; a span never reached sits on a cycle.
 	t.reached = make([]bool, n)
-	t.order = make([]int32, 0, n)
+	t.order = buf[3*n+1 : 3*n+1 : 4*n+1]
 	for i, p := range t.parent {
 		if p < 0 {
 			t.reached[i] = true
