@@ -12,6 +12,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from dataclasses import dataclass, field
@@ -122,6 +123,44 @@ def start_specialist(service: str, endpoint: Optional[str], forgetful: bool = Fa
         stop(proc)
         raise RuntimeError(f"{service}: {exc}; log:\n{proc.log_path.read_text()[-2000:]}") from exc
     return proc, f"http://127.0.0.1:{port}/"
+
+
+def console_spans(text: str) -> list[dict]:
+    """The spans the console exporter printed in ``text`` (one JSON object each); a span still
+    being written at the end is left out."""
+    decoder, out, i = json.JSONDecoder(), [], 0
+    while (i := text.find("{\n", i)) != -1:
+        try:
+            span, i = decoder.raw_decode(text, i)
+        except json.JSONDecodeError:
+            break
+        out.append(span)
+    return out
+
+
+class SpecialistProcess:
+    """``start_specialist`` with the console exporter, its stdout read in the background;
+    ``spans()`` parses what it exported so far. ``env``: extra environment variables."""
+
+    def __init__(self, service: str, forgetful: bool = False, **env: str) -> None:
+        self.proc, self.url = start_specialist(service, None, forgetful=forgetful, **env)
+        self._text: list[str] = []
+        threading.Thread(target=lambda: self._text.extend(self.proc.stdout), daemon=True).start()
+
+    def spans(self) -> list[dict]:
+        return console_spans("".join(self._text))
+
+    def wait_for(self, predicate, count: int = 1, timeout: float = 20.0) -> list[dict]:
+        """Spans matching ``predicate`` once at least ``count`` of them were exported (or at timeout)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            found = [s for s in self.spans() if predicate(s)]
+            if len(found) >= count or time.monotonic() > deadline:
+                return found
+            time.sleep(0.1)
+
+    def stop(self) -> None:
+        stop(self.proc)
 
 
 def run_orchestrator(specialists: list[tuple[str, str]], endpoint: Optional[str], turns: int = 3,

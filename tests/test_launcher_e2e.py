@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from a2a_harness import console_spans
 
 ROOT = Path(__file__).resolve().parent.parent
 LAUNCHER = Path(sys.executable).with_name("opentelemetry-instrument")
@@ -21,10 +21,7 @@ def _run_app(**extra_env: str) -> list[dict]:
         [str(LAUNCHER), sys.executable, str(ROOT / "examples" / "agent_framework_app.py")],
         env=env, capture_output=True, text=True, timeout=120, check=True,
     )
-    decoder, text, spans, i = json.JSONDecoder(), proc.stdout, [], 0
-    while (i := text.find("{", i)) != -1:
-        span, i = decoder.raw_decode(text, i)
-        spans.append(span)
+    spans = console_spans(proc.stdout)
     assert "[service] thanks! -> echo: thanks!" in proc.stderr
     return spans
 

@@ -265,6 +265,8 @@ class ScopedStream(wrapt.ObjectProxy):
             run.exit(tokens)
 
     async def get_final_response(self, *args: Any, **kwargs: Any):
+        # an async def, not run._await(...): the coroutine must keep this proxy alive (its
+        # finaliser ends the run), e.g. in ``agent.run(..., stream=True).get_final_response()``
         run = self._self_run
         tokens = run.enter()
         try:

@@ -110,3 +110,12 @@ async def test_stream_consumed_in_another_thread(instrumentor, exporter):
     spans = exporter.get_finished_spans()
     assert len(agent_spans(spans)) == 2 and len(by_execution(spans)) == 2
     assert {s.attributes.get(CONV) for s in spans} == {"conv_offline_1"}
+
+
+async def test_final_response_of_a_temporary_stream(instrumentor, exporter):
+    agent = make_agent("service")
+    session = agent.create_session()
+    response = await agent.run("tell me the weather", session=session, stream=True).get_final_response()
+    assert "sunny" in response.text
+    (span,) = agent_spans(exporter.get_finished_spans())
+    assert span.attributes[CONV] == "conv_offline_1"  # the run did not end when the proxy was dropped

@@ -3,9 +3,6 @@
 
 from __future__ import annotations
 
-import json
-import threading
-import time
 import uuid
 
 import pytest
@@ -18,40 +15,19 @@ from opentelemetry.trace import SpanKind  # noqa: E402
 pytestmark = pytest.mark.e2e
 
 
-class Specialist:
-    """A specialist process whose console-exported spans are read back from its stdout."""
-
-    def __init__(self, service: str, forgetful: bool = False) -> None:
-        self.proc, self.url = h.start_specialist(service, None, forgetful=forgetful)
-        self._text: list[str] = []
-        threading.Thread(target=lambda: self._text.extend(self.proc.stdout), daemon=True).start()
-
-    def server_spans(self, trace_id: int, timeout: float = 20.0) -> list[dict]:
-        """The A2A ``Send*`` SERVER spans of ``trace_id`` (a2a-sdk's own spans are SERVER too)."""
-        deadline, want = time.monotonic() + timeout, f"0x{trace_id:032x}"
-        while True:
-            found = [s for s in self._spans() if s["context"]["trace_id"] == want and s["name"].startswith("Send")]
-            if found or time.monotonic() > deadline:
-                return found
-            time.sleep(0.1)
-
-    def _spans(self) -> list[dict]:
-        decoder, text, out, i = json.JSONDecoder(), "".join(self._text), [], 0
-        while (i := text.find("{\n", i)) != -1:
-            try:
-                span, i = decoder.raw_decode(text, i)
-            except json.JSONDecodeError:
-                break
-            out.append(span)
-        return out
+def server_spans(specialist: "h.SpecialistProcess", trace_id: int) -> list[dict]:
+    """The A2A ``Send*`` SERVER spans of ``trace_id`` the specialist exported."""
+    want = f"0x{trace_id:032x}"
+    return specialist.wait_for(lambda s: s["context"]["trace_id"] == want and s["name"].startswith("Send"))
 
 
 @pytest.fixture(scope="module")
 def specialists():
-    pair = [Specialist("guard-allowed"), Specialist("guard-other"), Specialist("guard-forgetful", forgetful=True)]
+    pair = [h.SpecialistProcess("guard-allowed"), h.SpecialistProcess("guard-other"),
+            h.SpecialistProcess("guard-forgetful", forgetful=True)]
     yield pair
     for s in pair:
-        h.stop(s.proc)
+        s.stop()
 
 
 async def _two_turns(url: str, exporter) -> list:
@@ -69,7 +45,7 @@ async def test_only_the_allowlisted_agent_receives_identity(specialists, guard, 
     allowed, other, _forgetful = specialists
     guard(allowlist=[allowed.url])
     for turn, client in enumerate(await _two_turns(allowed.url, exporter)):
-        entry = allowed.server_spans(client.context.trace_id)
+        entry = server_spans(allowed, client.context.trace_id)
         assert entry, "the specialist exported no SERVER span in the caller's trace"
         got = entry[0]["attributes"]
         a = client.attributes
@@ -79,7 +55,7 @@ async def test_only_the_allowlisted_agent_receives_identity(specialists, guard, 
             assert got["agent_identity.upstream.conversation.id"] == a["gen_ai.conversation.id"]
         assert "agent_identity.upstream.mismatch" not in got
     for client in await _two_turns(other.url, exporter):
-        entry = other.server_spans(client.context.trace_id)
+        entry = server_spans(other, client.context.trace_id)
         assert entry
         assert not [k for k in entry[0]["attributes"] if k.startswith("agent_identity.upstream.")]
 
@@ -88,7 +64,7 @@ async def test_allowlisted_forgetful_agent_flags_the_upstream_mismatch(specialis
     forgetful = specialists[2]
     guard(allowlist=[forgetful.url])
     clients = await _two_turns(forgetful.url, exporter)
-    got = forgetful.server_spans(clients[1].context.trace_id)[0]["attributes"]
+    got = server_spans(forgetful, clients[1].context.trace_id)[0]["attributes"]
     # turn 2 asked to continue the context the server assigned; the agent started another one
     assert got["agent_identity.upstream.conversation.id"] == clients[1].attributes["gen_ai.conversation.id"]
     assert got["agent_identity.upstream.mismatch"] is True
