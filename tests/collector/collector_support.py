@@ -1,0 +1,223 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Helpers of the collector end-to-end tests: the built collector, the sender
+processes (sender.py), the file exporter's output and a real Prometheus, all on
+127.0.0.1 with free ports and per-test directories."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+ROOT = Path(__file__).resolve().parents[2]
+CONFIGS = ROOT / "collector-config"
+SENDER = Path(__file__).with_name("sender.py")
+COLLECTOR = os.environ.get("AGENT_IDENTITY_COLLECTOR", "")
+
+
+def collector_missing() -> str:
+    """Why the collector tests cannot run, or "" when they can."""
+    if not COLLECTOR:
+        return "AGENT_IDENTITY_COLLECTOR is not set (make collector; make test-python sets it)"
+    if not os.access(COLLECTOR, os.X_OK):
+        return f"AGENT_IDENTITY_COLLECTOR={COLLECTOR} is not an executable (run make collector)"
+    return ""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(check: Callable[[], Any], timeout: float = 30.0, what: str = "condition") -> Any:
+    """Poll ``check`` until it returns a truthy value; raise after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(0.2)
+
+
+def http_get(url: str) -> Optional[str]:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as resp:
+            return resp.read().decode()
+    except OSError:
+        return None
+
+
+@dataclass
+class Process:
+    """A server process we started; ``stop`` ends exactly it."""
+
+    proc: subprocess.Popen
+    log: Path
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def check_alive(self) -> None:
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"{self.proc.args[0]} exited: {self.log.read_text()[-3000:]}")
+
+
+@dataclass
+class Collector(Process):
+    metrics_port: int = 0
+    spans_file: Path = field(default_factory=Path)
+    otlp_http: int = 0
+    otlp_grpc: int = 0
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.otlp_http}"
+
+    def metrics(self) -> str:
+        return http_get(f"http://127.0.0.1:{self.metrics_port}/metrics") or ""
+
+
+def start_collector(config: str, workdir: Path, name: str = "collector", **env: str) -> Collector:
+    """Start the collector with ``collector-config/<config>`` on free loopback ports."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    ports = {"otlp_http": free_port(), "otlp_grpc": free_port(), "metrics_port": free_port()}
+    spans_file, log = workdir / f"{name}-spans.jsonl", workdir / f"{name}.log"
+    full_env = dict(
+        os.environ,
+        OTLP_HTTP_ENDPOINT=f"127.0.0.1:{ports['otlp_http']}",
+        OTLP_GRPC_ENDPOINT=f"127.0.0.1:{ports['otlp_grpc']}",
+        AGENT_IDENTITY_METRICS_HOST="127.0.0.1",
+        AGENT_IDENTITY_METRICS_PORT=str(ports["metrics_port"]),
+        AGENT_IDENTITY_SPANS_FILE=str(spans_file),
+        GROUPBYTRACE_WAIT="1s",
+        **env,
+    )
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([COLLECTOR, "--config", str(CONFIGS / config)], env=full_env,
+                                stdout=out, stderr=subprocess.STDOUT)
+    col = Collector(proc, log, spans_file=spans_file, **ports)
+    try:
+        def ready() -> bool:
+            col.check_alive()
+            return bool(col.metrics())
+        wait_for(ready, 30, f"{name} telemetry endpoint")
+    except Exception:
+        col.stop()
+        raise
+    return col
+
+
+def send_trace(endpoint: str, **options: Any) -> str:
+    """Run sender.py as the caller process (it starts the callee process); return the trace id."""
+    args = [sys.executable, str(SENDER), "caller", "--endpoint", endpoint]
+    for key, value in options.items():
+        args += [f"--{key.replace('_', '-')}", str(value)]
+    out = subprocess.run(args, check=True, capture_output=True, text=True, timeout=60)
+    return out.stdout.strip().splitlines()[-1]
+
+
+def _value(v: dict) -> Any:
+    if "stringValue" in v:
+        return v["stringValue"]
+    if "boolValue" in v:
+        return v["boolValue"]
+    if "intValue" in v:
+        return int(v["intValue"])
+    if "doubleValue" in v:
+        return v["doubleValue"]
+    return v
+
+
+@dataclass
+class Span:
+    trace_id: str
+    span_id: str
+    parent: str
+    name: str
+    kind: int
+    service: str
+    attributes: dict
+
+
+def read_spans(path: Path) -> list[Span]:
+    """Every span the file exporter wrote (OTLP JSON, one TracesData a line)."""
+    if not path.exists():
+        return []
+    spans = []
+    for line in path.read_text().splitlines():
+        if not line.strip():
+            continue
+        for rs in json.loads(line).get("resourceSpans", []):
+            res = {a["key"]: _value(a["value"]) for a in rs.get("resource", {}).get("attributes", [])}
+            for ss in rs.get("scopeSpans", []):
+                for s in ss.get("spans", []):
+                    spans.append(Span(
+                        trace_id=s["traceId"], span_id=s["spanId"], parent=s.get("parentSpanId", ""),
+                        name=s["name"], kind=s.get("kind", 0), service=res.get("service.name", ""),
+                        attributes={a["key"]: _value(a["value"]) for a in s.get("attributes", [])},
+                    ))
+    return spans
+
+
+def prometheus_missing() -> str:
+    if shutil.which("prometheus") is None:
+        return "prometheus is not installed (make system-deps: apt-get install prometheus)"
+    return ""
+
+
+@dataclass
+class Prometheus(Process):
+    port: int = 0
+
+    def query(self, expr: str) -> list[dict]:
+        url = f"http://127.0.0.1:{self.port}/api/v1/query?" + urllib.parse.urlencode({"query": expr})
+        body = http_get(url)
+        if not body:
+            return []
+        data = json.loads(body)
+        return data["data"]["result"] if data.get("status") == "success" else []
+
+
+def start_prometheus(workdir: Path, targets: list[str]) -> Prometheus:
+    """A private Prometheus (own config, data dir and free port) scraping ``targets`` every second."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    config = workdir / "prometheus.yml"
+    config.write_text(json.dumps({  # JSON is YAML
+        "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+        "rule_files": [str(CONFIGS / "alerts" / "agent-identity.rules.yaml")],
+        "scrape_configs": [{"job_name": "otelcol", "static_configs": [{"targets": targets}]}],
+    }))
+    port, log = free_port(), workdir / "prometheus.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            ["prometheus", f"--config.file={config}", f"--storage.tsdb.path={workdir / 'data'}",
+             f"--web.listen-address=127.0.0.1:{port}"],
+            stdout=out, stderr=subprocess.STDOUT)
+    prom = Prometheus(proc, log, port=port)
+    try:
+        def ready() -> bool:
+            prom.check_alive()
+            return http_get(f"http://127.0.0.1:{port}/-/ready") is not None
+        wait_for(ready, 30, "prometheus ready")
+    except Exception:
+        prom.stop()
+        raise
+    return prom
