@@ -52,7 +52,7 @@ func fuzzTrace(data []byte) ptrace.Traces {
 
 func FuzzTraceWalk(f *testing.F) {
 	f.Add([]byte{1, 0, 0, 0x1a, 2, 1, 0, 0x5a, 3, 2, 1, 0x91, 4, 3, 1, 0x98})
-	f.Add([]byte{1, 2, 0, 0x1a, 2, 1, 1, 0x1a, 3, 3, 2, 0})               // cycle, self-parent
+	f.Add([]byte{1, 2, 0, 0x1a, 2, 1, 1, 0x1a, 3, 3, 2, 0})                // cycle, self-parent
 	f.Add([]byte{1, 0, 0, 0x5a, 1, 0, 0, 0x5a, 2, 1, 1, 0x98, 3, 9, 1, 0}) // duplicate id, missing parent
 	f.Add([]byte{1, 0, 0, 0xda, 2, 1, 1, 0x88, 3, 1, 1, 0x89, 4, 1, 1, 0x8a})
 	f.Fuzz(func(t *testing.T, data []byte) {

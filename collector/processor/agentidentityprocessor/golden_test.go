@@ -82,7 +82,6 @@ func TestGolden(t *testing.T) {
 	}
 }
 
-
 // readGolden returns the first fragment of a golden case's input.
 func readGolden(name string) ([]spanIn, error) {
 	raw, err := os.ReadFile(filepath.Join("testdata", "golden", name, "input.json"))

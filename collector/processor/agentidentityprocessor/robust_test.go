@@ -120,3 +120,13 @@ func TestBatchOfTraces(t *testing.T) {
 	require.NoError(t, h.proc.ConsumeTraces(context.Background(), buildTraces(t, spans)))
 	assert.Equal(t, map[string]int{resultUnresolved: 1}, countResults(h.sink.AllTraces()[0]))
 }
+
+func TestEmptyAndSpanlessInput(t *testing.T) {
+	h := newHarness(t, createDefaultConfig().(*Config))
+	td := ptrace.NewTraces()
+	td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty()
+	for _, in := range []ptrace.Traces{ptrace.NewTraces(), td} {
+		require.NoError(t, h.proc.ConsumeTraces(context.Background(), in))
+	}
+	assert.Len(t, h.sink.AllTraces(), 2)
+}
