@@ -5,12 +5,14 @@ package agentidentityprocessor
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 )
 
@@ -129,4 +131,31 @@ func TestEmptyAndSpanlessInput(t *testing.T) {
 		require.NoError(t, h.proc.ConsumeTraces(context.Background(), in))
 	}
 	assert.Len(t, h.sink.AllTraces(), 2)
+}
+
+// The processor keeps nothing once a trace is processed: the heap does not
+// grow with the number of distinct traces seen.
+func TestNoStateRetained(t *testing.T) {
+	h := newHarness(t, configFrom(t, map[string]any{"backfill": true}))
+	td := benchTrace(pcommon.TraceID{1}, benchAgents, benchCalls)
+	ctx := context.Background()
+	heap := func() uint64 {
+		var m runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	sink := h.sink
+	run := func(from, to int64) {
+		for n := from; n < to; n++ {
+			setTraceID(td, n)
+			require.NoError(t, h.proc.ConsumeTraces(ctx, td))
+		}
+		sink.Reset()
+	}
+	run(0, 100) // warm up metric label sets
+	before := heap()
+	run(100, 2100)
+	after := heap()
+	assert.Less(t, int64(after)-int64(before), int64(64<<10), "heap grew from %d to %d", before, after)
 }
