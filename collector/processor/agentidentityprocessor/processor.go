@@ -58,8 +58,11 @@ type trace struct {
 	*traceIndex
 	convMemo, delegMemo []int32
 	ruleMemo            [][]int32
-	deleg               map[pairKey][]delegated
+	deleg               map[delegationKey][]delegated
 }
+
+// delegationKey is one delegation: the caller's service and its delegation id.
+type delegationKey struct{ caller, id string }
 
 // delegated is one hop made under a delegation id.
 type delegated struct {
@@ -158,9 +161,9 @@ func (p *identityProcessor) checkHop(tr *trace, par, c int32, t *tally) {
 		return
 	}
 	if tr.deleg == nil {
-		tr.deleg = make(map[pairKey][]delegated)
+		tr.deleg = make(map[delegationKey][]delegated)
 	}
-	key := pairKey{caller: caller.service, callee: strAttr(tr.spans[d].span, attrDelegationID)}
+	key := delegationKey{caller: caller.service, id: strAttr(tr.spans[d].span, attrDelegationID)}
 	tr.deleg[key] = append(tr.deleg[key], delegated{
 		entry: c, execution: execution, start: callee.span.StartTimestamp(), callee: callee.service,
 	})
