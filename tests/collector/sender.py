@@ -12,7 +12,8 @@ Plain OpenTelemetry SDK + OTLP/HTTP, spans shaped like the instrumentation's:
   its agent's ``invoke_agent`` span with the conversation it actually used,
   and a chat span without a conversation id (a backfill target).
 
-The caller prints the trace id (hex) on stdout.
+Spans are exported as they end, so the callee's arrive first; ``--linger`` delays the caller's
+past groupbytrace's wait to produce a fragmented trace. The caller prints the trace id (hex).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import argparse
 import os
 import subprocess
 import sys
+import time
 import uuid
 
 from opentelemetry import trace
@@ -64,6 +66,7 @@ def caller(args: argparse.Namespace) -> None:
                 cmd = [sys.executable, __file__, "callee", "--service", args.callee_service,
                        "--endpoint", args.endpoint, "--conversation", args.callee_conversation]
                 subprocess.run(cmd, env=env, check=True)
+            time.sleep(args.linger)  # caller spans end (and are sent) this much later
         trace_id = root.get_span_context().trace_id
     provider.shutdown()
     print(f"{trace_id:032x}")
@@ -93,6 +96,8 @@ def main() -> None:
     parser.add_argument("--callee-service", default="specialist")
     parser.add_argument("--callee-conversation", default="", help="conversation the callee uses")
     parser.add_argument("--attempts", type=int, default=1, help="caller: sends of one delegation")
+    parser.add_argument("--linger", type=float, default=0.0,
+                        help="caller: seconds to wait after the callee before ending its spans")
     args = parser.parse_args()
     (caller if args.role == "caller" else callee)(args)
 

@@ -22,7 +22,7 @@ SERVER = 2  # OTLP span kind
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
-    """One collector; five traces: correct, forgetful, retried delegation, first turn."""
+    """One collector; traces: correct, forgetful, retried delegation, first turn, fragmented."""
     collector = cs.start_collector("single-node.yaml", tmp_path_factory.mktemp("single-node"))
     try:
         send = lambda **kw: cs.send_trace(collector.endpoint, service="orchestrator", **kw)  # noqa: E731
@@ -35,15 +35,18 @@ def run(tmp_path_factory):
                             callee_conversation="conv-c", attempts=2),
             "first_turn": send(conversation="conv-d", context_id="", callee_service="specialist",
                                callee_conversation="conv-assigned"),
+            # the caller's spans arrive after GROUPBYTRACE_WAIT (1s): two fragments
+            "fragmented": send(conversation="conv-e", context_id="conv-e", callee_service="late",
+                               callee_conversation="conv-new-e", linger=2.5),
         }
-        entries = 5  # callee entry spans: one per attempt
+        # every span: caller 2, callee 3 per attempt (2 attempts in "retried")
+        expected = 2 * len(traces) + 3 * (len(traces) + 1)
 
-        def marked():
+        def all_exported():
             spans = cs.read_spans(collector.spans_file)
-            hops = [s for s in spans if "agent_identity.hop.result" in s.attributes]
-            return spans if len(hops) >= entries else None
+            return spans if len(spans) >= expected else None
 
-        spans = cs.wait_for(marked, 30, "hop marks in the file exporter's output")
+        spans = cs.wait_for(all_exported, 30, "every span in the file exporter's output")
         yield collector, traces, spans
     finally:
         collector.stop()
@@ -76,6 +79,17 @@ def test_first_turn_is_not_compared(run):
     (entry,) = entry_spans(spans, traces["first_turn"])
     assert entry.attributes["agent_identity.hop.result"] == "not_required"
     assert "agent_identity.hop.mismatch" not in entry.attributes
+
+
+def test_fragmented_trace_is_unresolved_never_a_mismatch(run):
+    collector, traces, spans = run
+    (entry,) = entry_spans(spans, traces["fragmented"])
+    assert entry.attributes["agent_identity.hop.result"] == "unresolved"
+    assert "agent_identity.hop.mismatch" not in entry.attributes
+    text = collector.metrics()
+    assert re.search(r'^agent_identity_unresolved\{[^}]*callee_service="late"[^}]*\} 1$', text, re.M)
+    assert 'callee_service="late"' not in "".join(
+        line for line in text.splitlines() if line.startswith("agent_identity_mismatches"))
 
 
 def test_second_execution_of_one_delegation_is_marked(run):
