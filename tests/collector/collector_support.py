@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -17,6 +16,8 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
+
+from a2a_harness import Span, free_port, read_spans  # noqa: F401 - shared with the demo
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = ROOT / "collector-config"
@@ -31,12 +32,6 @@ def collector_missing() -> str:
     if not os.access(COLLECTOR, os.X_OK):
         return f"AGENT_IDENTITY_COLLECTOR={COLLECTOR} is not an executable (run make collector)"
     return ""
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_for(check: Callable[[], Any], timeout: float = 30.0, what: str = "condition") -> Any:
@@ -132,49 +127,6 @@ def send_trace(endpoint: str, **options: Any) -> str:
         args += [f"--{key.replace('_', '-')}", str(value)]
     out = subprocess.run(args, check=True, capture_output=True, text=True, timeout=60)
     return out.stdout.strip().splitlines()[-1]
-
-
-def _value(v: dict) -> Any:
-    if "stringValue" in v:
-        return v["stringValue"]
-    if "boolValue" in v:
-        return v["boolValue"]
-    if "intValue" in v:
-        return int(v["intValue"])
-    if "doubleValue" in v:
-        return v["doubleValue"]
-    return v
-
-
-@dataclass
-class Span:
-    trace_id: str
-    span_id: str
-    parent: str
-    name: str
-    kind: int
-    service: str
-    attributes: dict
-
-
-def read_spans(path: Path) -> list[Span]:
-    """Every span the file exporter wrote (OTLP JSON, one TracesData a line)."""
-    if not path.exists():
-        return []
-    spans = []
-    for line in path.read_text().splitlines():
-        if not line.strip():
-            continue
-        for rs in json.loads(line).get("resourceSpans", []):
-            res = {a["key"]: _value(a["value"]) for a in rs.get("resource", {}).get("attributes", [])}
-            for ss in rs.get("scopeSpans", []):
-                for s in ss.get("spans", []):
-                    spans.append(Span(
-                        trace_id=s["traceId"], span_id=s["spanId"], parent=s.get("parentSpanId", ""),
-                        name=s["name"], kind=s.get("kind", 0), service=res.get("service.name", ""),
-                        attributes={a["key"]: _value(a["value"]) for a in s.get("attributes", [])},
-                    ))
-    return spans
 
 
 def prometheus_missing() -> str:
