@@ -103,6 +103,8 @@ class RunHandler:
 class Run:
     """One tracked run. ``enter()``/``exit()`` bracket every piece of the run's execution."""
 
+    __slots__ = ("_h", "_agent", "_session", "_rule", "_call", "_pre", "scope", "_finished", "span", "__weakref__")
+
     def __init__(self, handler, framework, agent, session, args, kwargs, rule, span_spec, run_id, delegation_id):
         self._h = handler
         self._agent, self._session, self._rule = agent, session, rule
@@ -155,7 +157,7 @@ class Run:
     def _finish_span(self, span, result: Any = None) -> None:
         post = self._h.registry.extract(
             self._agent, self._session,
-            RunCall(self._call.framework, self._call.args, self._call.kwargs, "after", result), self._rule,
+            self._call._replace(phase="after", result=result), self._rule,
         )
         if span is self.span:
             span.set_attributes(conversation_attributes(self._pre, post))

@@ -24,7 +24,7 @@ from otel_agent_identity import attributes as attrs
 _DELEGATION_NAMESPACE = uuid.UUID("6f1c2a3e-5b7d-4e8f-9a0b-1c2d3e4f5a6b")
 
 
-@dataclass
+@dataclass(slots=True)
 class IdentityScope:
     """Ids of one agent run (or one hop). ``attributes`` is what every span inside it is stamped with.
 
