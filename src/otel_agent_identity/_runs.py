@@ -123,7 +123,9 @@ class Run:
         if span_spec is None:
             self.scope.claim_agent_span = self._claim
         else:
-            self.span = handler.tracer.start_span(span_spec.name, kind=span_spec.kind, attributes=span_spec.attributes)
+            self.span = handler.tracer.start_span(
+                span_spec.name, kind=span_spec.kind, attributes={**span_spec.attributes, **self.scope.attributes}
+            )
             self._first_attributes(self.span)
 
     # -- scope -------------------------------------------------------------------------------
@@ -144,14 +146,16 @@ class Run:
 
     # -- agent span ----------------------------------------------------------------------------
     def _first_attributes(self, span) -> None:
-        span.set_attributes(self.scope.attributes)
+        """Agent span attributes known at its start (the processor stamped the scope's ids)."""
+        first = conversation_attributes(self._pre, None)
         if self.scope.parent_execution_id:
-            span.set_attribute(attrs.PARENT_EXECUTION_ID, self.scope.parent_execution_id)
+            first[attrs.PARENT_EXECUTION_ID] = self.scope.parent_execution_id
+        if first:
+            span.set_attributes(first)
 
     def _claim(self, span) -> None:
         """The framework's own invoke_agent span started in this run: enrich it, finish it as it ends."""
-        if self.scope.parent_execution_id:
-            span.set_attribute(attrs.PARENT_EXECUTION_ID, self.scope.parent_execution_id)
+        self._first_attributes(span)
         self._h.processor.watch(span, self._finish_span)
 
     def _finish_span(self, span, result: Any = None) -> None:
@@ -159,11 +163,14 @@ class Run:
             self._agent, self._session,
             self._call._replace(phase="after", result=result), self._rule,
         )
-        if span is self.span:
-            span.set_attributes(conversation_attributes(self._pre, post))
-        else:
-            set_while_ending(span, conversation_attributes(self._pre, post))
         effective = post or self._pre
+        current = span.attributes.get(attrs.GEN_AI_CONVERSATION_ID) if span.attributes else None
+        if post != self._pre or (effective and current != effective.conversation_id):
+            changed = conversation_attributes(self._pre, post)  # the id after the run differs
+            if span is self.span:
+                span.set_attributes(changed)
+            else:
+                set_while_ending(span, changed)
         if self.scope.parent_execution_id is None:  # the run serving an inbound hop, if any
             check_served(effective.conversation_id if effective else None)
         if effective and effective.conversation_id != self.scope.conversation_id:
