@@ -123,9 +123,11 @@ class Run:
         if span_spec is None:
             self.scope.claim_agent_span = self._claim
         else:
-            self.span = handler.tracer.start_span(
-                span_spec.name, kind=span_spec.kind, attributes={**span_spec.attributes, **self.scope.attributes}
-            )
+            token = attach(self.scope)  # the processor stamps this run's ids on it, not the outer run's
+            try:
+                self.span = handler.tracer.start_span(span_spec.name, kind=span_spec.kind, attributes=span_spec.attributes)
+            finally:
+                detach(token)
             self._first_attributes(self.span)
 
     # -- scope -------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ import logging
 from typing import Callable, Optional
 
 from opentelemetry.context import Context
-from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+from opentelemetry.sdk.trace import Span, SpanProcessor
 
 from otel_agent_identity.scope import _SCOPE
 
@@ -87,12 +87,3 @@ def set_while_ending(span: Span, attributes: dict) -> None:
                 store[key] = value
         finally:
             store._immutable = True
-
-    def on_end(self, span: ReadableSpan) -> None:
-        return None
-
-    def shutdown(self) -> None:
-        return None
-
-    def force_flush(self, timeout_millis: int = 30000) -> bool:
-        return True

@@ -120,3 +120,26 @@ async def test_workflow_agent_gets_our_internal_span_and_nested_agent_its_own_sc
     assert writer.attributes["agent_identity.parent.execution.id"] == pipeline.attributes[EXEC]
     workflow_spans = [s for s in spans if s.name.startswith(("workflow.run", "executor.process"))]
     assert workflow_spans and all(s.attributes[EXEC] == pipeline.attributes[EXEC] for s in workflow_spans)
+
+
+async def test_nested_agent_span_we_create_never_carries_the_outer_conversation(instrumentor, exporter, monkeypatch):
+    """A nested run without a session (or whose remote never answers) has no conversation id:
+    the span we create for it must not be stamped with the enclosing run's."""
+    from agent_framework.observability import OBSERVABILITY_SETTINGS
+
+    monkeypatch.setattr(type(OBSERVABILITY_SETTINGS), "ENABLED", property(lambda self: False))
+    inner = make_agent("local", name="inner")
+    outer = make_agent("service", name="outer", prefix="outer")
+
+    async def call_inner() -> str:
+        await inner.run("no session here")
+        return "done"
+
+    await outer.run("please call_inner", session=outer.create_session(), tools=[call_inner])
+    spans = exporter.get_finished_spans()
+    inner_span = next(s for s in agent_spans(spans) if s.name == "invoke_agent inner")
+    outer_span = next(s for s in agent_spans(spans) if s.name == "invoke_agent outer")
+    assert outer_span.attributes[CONV] == "conv_outer_1"
+    assert CONV not in inner_span.attributes
+    assert inner_span.attributes[EXEC] != outer_span.attributes[EXEC]
+    assert inner_span.attributes["agent_identity.parent.execution.id"] == outer_span.attributes[EXEC]
