@@ -123,19 +123,23 @@ def filter_baggage_header(value: Any, destination: Optional[Destination]) -> Opt
 def filter_meta(meta: Mapping[str, Any], destination: Optional[Destination]) -> dict:
     """Filter an MCP ``_meta`` mapping for ``destination``; returns a new dict.
 
-    Only its ``baggage`` entry changes (see :func:`filter_baggage_header`); it is removed when empty.
+    Only its baggage entries change (see :func:`filter_baggage_header`): every key that is
+    ``baggage`` in any letter case is stripped of identity (the ids an allowlisted destination
+    receives go into one of them, ``baggage`` when present); an entry left empty is removed.
     """
     out = dict(meta)
-    key = next((k for k in out if isinstance(k, str) and k.lower() == "baggage"), "baggage")
-    try:
-        value = filter_baggage_header(out.get(key), destination)
-    except Exception:  # noqa: BLE001 - never break the request; identity is what must not pass
-        _logger.debug("otel-agent-identity: unreadable _meta baggage dropped", exc_info=True)
-        value = None
-    if value is None:
-        out.pop(key, None)
-    else:
-        out[key] = value
+    keys = [k for k in out if isinstance(k, str) and k.lower() == "baggage"]
+    main = "baggage" if "baggage" in keys or not keys else keys[0]
+    for key in dict.fromkeys(keys + [main]):
+        try:
+            value = filter_baggage_header(out.get(key), destination if key == main else None)
+        except Exception:  # noqa: BLE001 - never break the request; identity is what must not pass
+            _logger.debug("otel-agent-identity: unreadable _meta baggage dropped", exc_info=True)
+            value = None
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = value
     return out
 
 

@@ -114,6 +114,14 @@ def test_filter_meta():
     assert boundary.filter_meta({"baggage": 42}, None) == {"baggage": "42"}  # str() of a stray value
 
 
+def test_filter_meta_every_case_variant_of_baggage(scope):
+    meta = {"Baggage": "tenant=x,user.id=u", "baggage": "gen_ai.conversation.id=secret,a=b", "BAGGAGE": "session.id=s"}
+    assert boundary.filter_meta(meta, None) == {"Baggage": "tenant=x", "baggage": "a=b"}
+    boundary.configure(Config.load(allowlist=["http://ok/"]))
+    out = boundary.filter_meta({"Baggage": "tenant=x,user.id=u"}, Destination(url="http://ok/"))
+    assert out == {"Baggage": "tenant=x,gen_ai.conversation.id=conv-1,agent_identity.execution.id=exec-1"}
+
+
 def _span():
     exporter = InMemorySpanExporter()
     provider = TracerProvider()

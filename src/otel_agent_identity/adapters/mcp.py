@@ -137,7 +137,8 @@ def _inject_wrapper(wrapped, instance, args, kwargs):
     except Exception:  # noqa: BLE001
         _logger.debug("otel-agent-identity: MCP _meta filter failed; baggage removed", exc_info=True)
         if isinstance(meta, dict):
-            meta.pop("baggage", None)
+            for key in [k for k in meta if isinstance(k, str) and k.lower() == "baggage"]:
+                meta.pop(key, None)
     return result
 
 
