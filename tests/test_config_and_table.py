@@ -48,3 +48,19 @@ def test_malformed_value_warns_once_and_uses_default(monkeypatch, caplog, raw):
         assert Config.load().max_id_length == DEFAULT_MAX_ID_LENGTH
     assert len(caplog.records) == 1
     assert "OTEL_INSTRUMENTATION_AGENT_IDENTITY_MAX_ID_LENGTH" in caplog.records[0].getMessage()
+
+
+def test_unknown_framework_name_warns_and_keeps_every_framework(monkeypatch, caplog):
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_AGENT_IDENTITY_FRAMEWORKS", "agent-framework,a2a")
+    with caplog.at_level(logging.WARNING):
+        assert Config.load().frameworks is None  # the default: all, not "a2a only"
+    assert len(caplog.records) == 1 and "agent-framework" in caplog.records[0].getMessage()
+
+
+def test_option_names_follow_the_environment_variables(caplog):
+    config = Config.load(baggage_keys=["app.customer_ref"])
+    assert "app.customer_ref" in config.identity_baggage_keys
+    with caplog.at_level(logging.WARNING):
+        Config.load(identity_keys=["x"], tracer_provider=None)
+    assert [r.getMessage() for r in caplog.records] == [
+        "otel-agent-identity: unknown instrument() options ['identity_keys'] ignored"]

@@ -17,7 +17,7 @@ or in code, after the SDK tracer provider is set::
 
 Options (``instrument()`` arguments override ``OTEL_INSTRUMENTATION_AGENT_IDENTITY_*``, see
 :mod:`otel_agent_identity.environment_variables`): ``frameworks``, ``max_id_length``,
-``stamp_spans``, ``allowlist``, ``identity_baggage_keys``.
+``stamp_spans``, ``allowlist``, ``baggage_keys``.
 """
 
 from __future__ import annotations
@@ -81,9 +81,6 @@ class AgentIdentityInstrumentor(BaseInstrumentor):
         handler.attach_processor(provider)
         self._handler = handler
         self._adapters = []
-        unknown = (config.frameworks or set()) - set(ADAPTERS)
-        if unknown:
-            _logger.warning("otel-agent-identity: unknown frameworks %s ignored", sorted(unknown))
         for name, module_name in ADAPTERS.items():
             if config.frameworks is not None and name not in config.frameworks and name not in GUARDS:
                 continue

@@ -34,6 +34,13 @@ DEFAULT_IDENTITY_BAGGAGE_KEYS = (
 )
 
 
+#: ``instrument()`` options of ours (env var name, lower case, without the prefix)
+_OPTIONS = frozenset({"frameworks", "max_id_length", "stamp_spans", "allowlist", "baggage_keys"})
+#: options every OTel instrumentor may be given
+_OTEL_KWARGS = frozenset({"tracer_provider", "meter_provider", "logger_provider", "event_logger_provider",
+                          "skip_dep_check"})
+
+
 @dataclass(frozen=True)
 class Config:
     """Resolved options. ``frameworks`` of None means every supported, importable framework."""
@@ -53,10 +60,14 @@ class Config:
             max_id_length (int): characters, 1..4096.
             stamp_spans (bool): stamp ids on every span inside a run.
             allowlist (Iterable[str] | str): destinations that may receive identity.
-            identity_baggage_keys (Iterable[str] | str): extra identity baggage keys.
-        Never raises: a malformed value logs one warning and the default is used.
+            baggage_keys (Iterable[str] | str): extra identity baggage keys.
+        Never raises: a malformed value (an unknown framework name included) logs one warning and
+        the default is used; an unknown option name logs one warning and is ignored.
         """
-        frameworks = _pick(kwargs, "frameworks", env.OTEL_INSTRUMENTATION_AGENT_IDENTITY_FRAMEWORKS, _names, None)
+        unknown = set(kwargs) - _OPTIONS - _OTEL_KWARGS
+        if unknown:
+            _logger.warning("otel-agent-identity: unknown instrument() options %s ignored", sorted(unknown))
+        frameworks = _pick(kwargs, "frameworks", env.OTEL_INSTRUMENTATION_AGENT_IDENTITY_FRAMEWORKS, _frameworks, None)
         return cls(
             frameworks=frozenset(frameworks) if frameworks else None,
             max_id_length=_pick(
@@ -67,7 +78,7 @@ class Config:
             allowlist=tuple(_pick(kwargs, "allowlist", env.OTEL_INSTRUMENTATION_AGENT_IDENTITY_ALLOWLIST, _names, ())),
             identity_baggage_keys=DEFAULT_IDENTITY_BAGGAGE_KEYS
             + tuple(
-                _pick(kwargs, "identity_baggage_keys", env.OTEL_INSTRUMENTATION_AGENT_IDENTITY_BAGGAGE_KEYS, _names, ())
+                _pick(kwargs, "baggage_keys", env.OTEL_INSTRUMENTATION_AGENT_IDENTITY_BAGGAGE_KEYS, _names, ())
             ),
         )
 
@@ -91,6 +102,16 @@ def _names(raw: Any) -> list[str]:
     if not all(isinstance(i, str) for i in items):
         raise TypeError("expected strings")
     return [i.strip() for i in items if i.strip()]
+
+
+def _frameworks(raw: Any) -> list[str]:
+    from otel_agent_identity.adapters import ADAPTERS
+
+    names = _names(raw)
+    unknown = [n for n in names if n not in ADAPTERS]
+    if unknown:
+        raise ValueError(f"unknown framework names {unknown}; known: {sorted(ADAPTERS)}")
+    return names
 
 
 def _bounded_int(raw: Any) -> int:

@@ -125,13 +125,13 @@ class ExtractorRegistry:
         try:
             value = fn(agent, session, call)
         except Exception as exc:  # noqa: BLE001 - extractor errors never reach the application
-            self._warn_once(agent, f"{source} extractor raised {type(exc).__name__}: {exc}")
+            self._warn_once(agent, source, "raised", f"{source} extractor raised {type(exc).__name__}: {exc}")
             return None
         problem = self.problem(value)
         if problem is None:
             return Extracted(value, source)
         if value is not None and value != "":
-            self._warn_once(agent, f"{source} extractor returned {problem}; dropped")
+            self._warn_once(agent, source, "bad value", f"{source} extractor returned {problem}; dropped")
         return None
 
     def accepts(self, value: Any) -> bool:
@@ -150,8 +150,10 @@ class ExtractorRegistry:
             return "control or non-printable characters"
         return None
 
-    def _warn_once(self, agent: Any, message: str) -> None:
-        key = (type(agent).__qualname__, message.split(":")[0])
+    def _warn_once(self, agent: Any, source: str, kind: str, message: str) -> None:
+        """One warning per agent type, extractor step and kind (``raised`` / ``bad value``): the
+        set of keys stays bounded by the agent types, whatever the values are."""
+        key = (type(agent).__qualname__, source, kind)
         if key in self._warned:
             return
         self._warned.add(key)

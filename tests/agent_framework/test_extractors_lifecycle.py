@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import random
 
 import pytest
 from agent_framework import Agent, AgentSession
@@ -40,6 +41,7 @@ async def test_registered_extractor_overrides_default(instrumentor, exporter, cl
         pytest.param(lambda *_: 1 / 0, id="raises"),
         pytest.param(lambda *_: 12345, id="non-string"),
         pytest.param(lambda *_: "x" * 1_000_000, id="1MB"),
+        pytest.param(lambda *_: "y" * random.randint(300, 100_000), id="varying-lengths"),
         pytest.param(lambda *_: "conv\x00\nid", id="control-chars"),
     ],
 )
@@ -49,10 +51,12 @@ async def test_bad_extractor_never_changes_the_run(instrumentor, exporter, clean
     with caplog.at_level(logging.WARNING, logger="otel_agent_identity"):
         first = await make_agent("local").run("hello", session=AgentSession())
         second = await make_agent("local").run("hello", session=AgentSession())
-    assert first.text == second.text == bare.text
+        third = await make_agent("local").run("hello", session=AgentSession())
+    assert first.text == second.text == third.text == bare.text
     assert all(CONV not in s.attributes for s in exporter.get_finished_spans())
     warnings = [r for r in caplog.records if "Agent" in r.getMessage()]
     assert len(warnings) == 1  # once per agent type, not per run
+    assert len(registry._warned) == 1  # bounded by agent types, not by values
 
 
 def test_structured_a2a_session_resolves_to_context_id(instrumentor):

@@ -91,7 +91,7 @@ def guard(tracer_provider, exporter):
 
     def install(allowlist=()):
         inst.instrument(tracer_provider=tracer_provider, allowlist=list(allowlist),
-                        identity_baggage_keys=APP_IDENTITY_KEYS)
+                        baggage_keys=APP_IDENTITY_KEYS)
         return inst
 
     yield install

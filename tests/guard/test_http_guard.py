@@ -115,7 +115,7 @@ async def test_guard_stays_on_when_frameworks_leave_it_out(servers, planted, tra
     from otel_agent_identity import AgentIdentityInstrumentor
 
     inst = AgentIdentityInstrumentor()
-    inst.instrument(tracer_provider=tracer_provider, frameworks=["agent_framework"], identity_baggage_keys=["app.*"])
+    inst.instrument(tracer_provider=tracer_provider, frameworks=["agent_framework"], baggage_keys=["app.*"])
     try:
         headers = httpx.get(servers["http_other"], headers=_headers()).json()["headers"]
     finally:
@@ -128,7 +128,7 @@ async def test_allowlist_from_environment(servers, planted, scope, monkeypatch):
     from otel_agent_identity import AgentIdentityInstrumentor
 
     inst = AgentIdentityInstrumentor()
-    inst.instrument(identity_baggage_keys=["app.*"])
+    inst.instrument(baggage_keys=["app.*"])
     try:
         ok = httpx.get(servers["http_ok"], headers=_headers()).json()["headers"]
         other = httpx.get(servers["http_other"], headers=_headers()).json()["headers"]
