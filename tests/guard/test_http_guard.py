@@ -136,3 +136,16 @@ async def test_allowlist_from_environment(servers, planted, scope, monkeypatch):
         inst.uninstrument()
     assert parse_baggage(ok["baggage"]) == {"tenant": "acme", **SCOPE}
     assert parse_baggage(other["baggage"]) == {"tenant": "acme"}
+
+
+def test_ipv6_literal_destination_matches_its_allowlist_entry(guard, scope):
+    import httpcore
+
+    from otel_agent_identity.adapters.http_clients import _filter_core_request
+
+    guard(allowlist=["http://[::1]:8080/tools"])
+    for target, forwarded in (("http://[::1]:8080/tools/x", True), ("http://[::1]:8081/tools/x", False)):
+        request = httpcore.Request("GET", target, headers=[(b"baggage", b"tenant=acme,user.id=alice")])
+        _filter_core_request(request)
+        sent = parse_baggage(dict(request.headers)[b"baggage"].decode())
+        assert sent == ({"tenant": "acme", **SCOPE} if forwarded else {"tenant": "acme"})

@@ -49,8 +49,10 @@ def _filter_core_request(request: Any) -> None:
             return  # fast path: nothing to remove, nothing to forward
         url = request.url
         port = f":{url.port}" if url.port else ""
+        host = url.host.decode("ascii")
+        host = f"[{host}]" if ":" in host else host  # an IPv6 literal, bracketed as in a URL
         destination = boundary.Destination(
-            url=f"{url.scheme.decode('ascii')}://{url.host.decode('ascii')}{port}{url.target.decode('ascii')}"
+            url=f"{url.scheme.decode('ascii')}://{host}{port}{url.target.decode('ascii')}"
         )
         headers = []
         seen = False
