@@ -62,7 +62,7 @@ class RawOfflineChatClient(BaseChatClient):
                 return [Content.from_function_call(f"call_{self.calls}", named, arguments={})]
         if last is not None and last.role == "tool":
             result = next((c.result for c in last.contents if c.type == "function_result"), "")
-            return [Content.from_text(f"The weather is {result}.")]
+            return [Content.from_text(f"(tool said) {result}")]
         return [Content.from_text(f"echo: {text}")]
 
     def _inner_get_response(self, *, messages, stream: bool, options, **kwargs: Any):
