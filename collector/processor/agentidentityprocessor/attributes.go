@@ -51,5 +51,10 @@ const (
 	resultNotRequired   = "not_required"
 )
 
-// unknownService stands for a resource without a string service.name.
+// unknownService is the metric label for spans whose resource has no usable
+// service.name (absent, not a string, empty or sdkUnknownService).
 const unknownService = "unknown"
+
+// sdkUnknownService is the service.name the SDKs default to when none is
+// configured, alone or as "unknown_service:<process executable name>".
+const sdkUnknownService = "unknown_service"

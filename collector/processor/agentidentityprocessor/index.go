@@ -3,6 +3,8 @@
 package agentidentityprocessor // import "github.com/otel-agent-identity/otel-agent-identity/collector/processor/agentidentityprocessor"
 
 import (
+	"strings"
+
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 )
@@ -12,9 +14,11 @@ const (
 	parentNone    int32 = -1 // root span: no parent span id
 	parentMissing int32 = -2 // parent id not in this batch, or ambiguous
 	memoUnknown   int32 = -3 // memo slot not computed yet
+	parentCopy    int32 = -4 // an identical copy of an earlier span: not analysed
 )
 
-// spanRef is one span and the service.name of its resource.
+// spanRef is one span and the service.name of its resource ("" when the
+// resource has no usable service.name: see serviceName).
 type spanRef struct {
 	span    ptrace.Span
 	service string
@@ -57,11 +61,31 @@ func groupByTrace(td ptrace.Traces) [][]spanRef {
 	return groups
 }
 
+// serviceName returns the resource's service.name, or "" when it has none we
+// can tell processes apart by: absent, not a string, empty, or the SDK default
+// "unknown_service" / "unknown_service:<process>". Spans of such resources are
+// never compared across a hop nor backfilled (see processTrace).
 func serviceName(res pcommon.Resource) string {
-	if v, ok := res.Attributes().Get(attrServiceName); ok && v.Type() == pcommon.ValueTypeStr && v.Str() != "" {
-		return v.Str()
+	v, ok := res.Attributes().Get(attrServiceName)
+	if !ok || v.Type() != pcommon.ValueTypeStr {
+		return ""
 	}
-	return unknownService
+	name := v.Str()
+	if name == sdkUnknownService || strings.HasPrefix(name, sdkUnknownService+":") {
+		return ""
+	}
+	return name
+}
+
+// sameSpan reports whether b is a copy of a (an OTLP at-least-once retry
+// re-delivers a batch byte-identically): equal in everything the analysis
+// reads. Span ids are compared by the caller, trace ids by groupByTrace.
+func sameSpan(a, b spanRef) bool {
+	x, y := a.span, b.span
+	return a.service == b.service && x.TraceID() == y.TraceID() && x.ParentSpanID() == y.ParentSpanID() &&
+		x.Name() == y.Name() && x.Kind() == y.Kind() &&
+		x.StartTimestamp() == y.StartTimestamp() && x.EndTimestamp() == y.EndTimestamp() &&
+		x.Attributes().Equal(y.Attributes())
 }
 
 // strAttr returns a non-empty string attribute; other types count as absent.
@@ -76,7 +100,9 @@ func strAttr(span ptrace.Span, key string) string {
 // built per call and dropped afterwards: the processor keeps no trace state.
 type traceIndex struct {
 	spans  []spanRef
-	parent []int32 // span index, parentNone or parentMissing
+	parent []int32 // span index, parentNone, parentMissing or parentCopy
+	// copies lists {copy, original} for spans identical to an earlier one
+	copies [][2]int32
 	// children of span i are kids[first[i]:first[i+1]] (CSR layout)
 	first, kids []int32
 	// reached is false for spans in (or below) a parent cycle
@@ -93,14 +119,22 @@ func buildIndex(spans []spanRef) *traceIndex {
 	ids := make(map[pcommon.SpanID]int32, n)
 	for i, s := range spans {
 		id := s.span.SpanID()
-		if _, dup := ids[id]; dup {
-			ids[id] = parentMissing // ambiguous: children are unresolved
-		} else {
+		switch j, dup := ids[id]; {
+		case !dup:
 			ids[id] = int32(i)
+		case j >= 0 && sameSpan(spans[j], s):
+			// A re-delivered copy: analysed once, as span j.
+			t.parent[i] = parentCopy
+			t.copies = append(t.copies, [2]int32{int32(i), j})
+		default:
+			ids[id] = parentMissing // conflicting copies: children are unresolved
 		}
 	}
 	counts := buf[n : 2*n+1 : 2*n+1]
 	for i, s := range spans {
+		if t.parent[i] == parentCopy {
+			continue
+		}
 		pid := s.span.ParentSpanID()
 		p := parentNone
 		if !pid.IsEmpty() {
@@ -130,7 +164,7 @@ func buildIndex(spans []spanRef) *traceIndex {
 	t.reached = make([]bool, n)
 	t.order = buf[3*n+1 : 3*n+1 : 4*n+1]
 	for i, p := range t.parent {
-		if p < 0 {
+		if p == parentNone || p == parentMissing {
 			t.reached[i] = true
 			t.order = append(t.order, int32(i))
 		}
@@ -147,9 +181,11 @@ func buildIndex(spans []spanRef) *traceIndex {
 	return t
 }
 
-// sameServiceParent returns the parent of i when it is in i's service, else -1.
+// sameServiceParent returns the parent of i when it is in i's service, else
+// -1. Spans without a usable service.name have no same-service parent: two of
+// them may be different processes.
 func (t *traceIndex) sameServiceParent(i int32) int32 {
-	if p := t.parent[i]; p >= 0 && t.spans[p].service == t.spans[i].service {
+	if p := t.parent[i]; p >= 0 && t.spans[i].service != "" && t.spans[p].service == t.spans[i].service {
 		return p
 	}
 	return -1

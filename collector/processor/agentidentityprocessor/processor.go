@@ -61,15 +61,17 @@ type trace struct {
 	deleg               map[delegationKey][]delegated
 }
 
-// delegationKey is one delegation: the caller's service and its delegation id.
-type delegationKey struct{ caller, id string }
+// delegationKey is one callee's share of a delegation: the caller's service,
+// its delegation id and the callee's service. One delegation id may cover hops
+// to several callees (fan-out); only a second execution by the same callee is
+// a duplicate.
+type delegationKey struct{ caller, id, callee string }
 
 // delegated is one hop made under a delegation id.
 type delegated struct {
 	entry     int32
 	execution string
 	start     pcommon.Timestamp
-	callee    string
 }
 
 func (p *identityProcessor) processTrace(spans []spanRef, t *tally) {
@@ -78,9 +80,14 @@ func (p *identityProcessor) processTrace(spans []spanRef, t *tally) {
 		c := int32(i)
 		par := tr.parent[c]
 		switch {
-		case par == parentMissing || !tr.reached[c]:
+		case par == parentCopy:
+			// analysed as its original; marked by copyMarks
+		case par == parentMissing || !tr.reached[c],
+			// Without a usable service.name on either side we cannot tell a
+			// cross-process hop from a same-process call.
+			par >= 0 && (spans[par].service == "" || spans[c].service == ""):
 			spans[c].span.Attributes().PutStr(attrHopResult, resultUnresolved)
-			t.orphan(spans[c].service)
+			t.orphan(serviceLabel(spans[c].service))
 		case par >= 0 && spans[par].service != spans[c].service:
 			p.checkHop(tr, par, c, t)
 		}
@@ -88,6 +95,22 @@ func (p *identityProcessor) processTrace(spans []spanRef, t *tally) {
 	p.markDuplicates(tr, t)
 	if p.backfill {
 		tr.backfill()
+	}
+	tr.copyMarks()
+}
+
+func serviceLabel(svc string) string {
+	if svc == "" {
+		return unknownService
+	}
+	return svc
+}
+
+// copyMarks gives each re-delivered copy the attributes of the span it copies
+// (equal on entry, so this applies the same marks to every copy).
+func (tr *trace) copyMarks() {
+	for _, c := range tr.copies {
+		tr.spans[c[1]].span.Attributes().CopyTo(tr.spans[c[0]].span.Attributes())
 	}
 }
 
@@ -163,10 +186,8 @@ func (p *identityProcessor) checkHop(tr *trace, par, c int32, t *tally) {
 	if tr.deleg == nil {
 		tr.deleg = make(map[delegationKey][]delegated)
 	}
-	key := delegationKey{caller: caller.service, id: strAttr(tr.spans[d].span, attrDelegationID)}
-	tr.deleg[key] = append(tr.deleg[key], delegated{
-		entry: c, execution: execution, start: callee.span.StartTimestamp(), callee: callee.service,
-	})
+	key := delegationKey{caller: caller.service, id: strAttr(tr.spans[d].span, attrDelegationID), callee: callee.service}
+	tr.deleg[key] = append(tr.deleg[key], delegated{entry: c, execution: execution, start: callee.span.StartTimestamp()})
 }
 
 func (r *rule) matches(span ptrace.Span) bool {
@@ -183,7 +204,8 @@ func (r *rule) matches(span ptrace.Span) bool {
 }
 
 // markDuplicates flags the callee entry spans of the second and later distinct
-// executions made under one delegation id (ordered by entry start time).
+// executions by one callee service under one delegation id (ordered by entry
+// start time).
 func (p *identityProcessor) markDuplicates(tr *trace, t *tally) {
 	for key, hops := range tr.deleg {
 		if len(hops) < 2 {
@@ -206,25 +228,28 @@ func (p *identityProcessor) markDuplicates(tr *trace, t *tally) {
 			tr.spans[h.entry].span.Attributes().PutBool(attrDelegationDuplicate, true)
 			if !seen[h.execution] {
 				seen[h.execution] = true
-				t.duplicate(pairKey{caller: key.caller, callee: h.callee})
+				t.duplicate(pairKey{caller: key.caller, callee: key.callee})
 			}
 		}
 	}
 }
 
-// backfill copies the conversation id down to same-service descendants.
+// backfill copies the conversation id down to same-service descendants that
+// lack the attribute. A span that carries it in any form (a string, "", an
+// int, ...) is left as it is, and so are its descendants when its value is not
+// a usable id. order is parents-first, so a span's parent is already filled.
 func (tr *trace) backfill() {
 	for _, i := range tr.order {
-		if tr.hasConv(i) {
+		attrs := tr.spans[i].span.Attributes()
+		if _, ok := attrs.Get(attrConversationID); ok {
 			continue
 		}
 		par := tr.sameServiceParent(i)
 		if par < 0 {
 			continue
 		}
-		if a := tr.nearest(&tr.convMemo, par, tr.hasConv); a >= 0 {
-			attrs := tr.spans[i].span.Attributes()
-			attrs.PutStr(attrConversationID, strAttr(tr.spans[a].span, attrConversationID))
+		if id := strAttr(tr.spans[par].span, attrConversationID); id != "" {
+			attrs.PutStr(attrConversationID, id)
 			attrs.PutBool(attrConversationBackfilled, true)
 		}
 	}

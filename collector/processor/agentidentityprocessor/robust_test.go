@@ -159,3 +159,50 @@ func TestNoStateRetained(t *testing.T) {
 	after := heap()
 	assert.Less(t, int64(after)-int64(before), int64(64<<10), "heap grew from %d to %d", before, after)
 }
+
+// TestServiceName: the SDK default and malformed names are "no usable name".
+func TestServiceName(t *testing.T) {
+	for raw, want := range map[any]string{
+		"checkout": "checkout", "unknown_service": "", "unknown_service:python": "", "": "", 12: "",
+		"unknown_services": "unknown_services", "my_unknown_service": "my_unknown_service",
+	} {
+		res := pcommon.NewResource()
+		require.NoError(t, res.Attributes().FromRaw(map[string]any{attrServiceName: raw}))
+		assert.Equal(t, want, serviceName(res), "service.name %#v", raw)
+	}
+	assert.Empty(t, serviceName(pcommon.NewResource()))
+}
+
+// TestRedeliveredCopyIsOneSpan: identical copies are aliased; a copy that
+// differs in any compared field makes the span id ambiguous.
+func TestRedeliveredCopyIsOneSpan(t *testing.T) {
+	base := []spanIn{
+		{ID: "a", Service: "a", Kind: "client", Start: 1, Attrs: agentAttrs("c1")},
+		{ID: "a", Service: "a", Kind: "client", Start: 1, Attrs: agentAttrs("c1")},
+		{ID: "b", Parent: "a", Service: "b", Kind: "server", Start: 2},
+	}
+	variants := map[string]func(s *spanIn){
+		"identical": func(*spanIn) {},
+		"start":     func(s *spanIn) { s.Start = 3 },
+		"kind":      func(s *spanIn) { s.Kind = "internal" },
+		"service":   func(s *spanIn) { s.Service = "other" },
+		"attrs":     func(s *spanIn) { s.Attrs = agentAttrs("c2") },
+		"parent":    func(s *spanIn) { s.Parent = "x" },
+	}
+	for name, mutate := range variants {
+		t.Run(name, func(t *testing.T) {
+			spans := append([]spanIn(nil), base...)
+			mutate(&spans[1])
+			td := buildTraces(t, spans)
+			idx := buildIndex(groupByTrace(td)[0])
+			child := idx.parent[2]
+			if name == "identical" {
+				assert.Equal(t, parentCopy, idx.parent[1])
+				assert.Equal(t, int32(0), child)
+			} else {
+				assert.NotEqual(t, parentCopy, idx.parent[1])
+				assert.Equal(t, parentMissing, child)
+			}
+		})
+	}
+}
