@@ -7,6 +7,7 @@ original method unchanged.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
 import weakref
@@ -25,6 +26,8 @@ from otel_agent_identity.scope import IdentityScope, attach, current_scope, deta
 from otel_agent_identity.span_processor import IdentitySpanProcessor, set_while_ending
 
 _logger = logging.getLogger(__name__)
+#: how a run can stop that is not its failure: cancellation, a consumer closing a stream early
+_NOT_FAILURES = (asyncio.CancelledError, GeneratorExit)
 _PROCESSORS: "weakref.WeakKeyDictionary[Any, IdentitySpanProcessor]" = weakref.WeakKeyDictionary()
 
 
@@ -188,7 +191,7 @@ class Run:
             if self.span is None:
                 return
             self._finish_span(self.span, result)
-            if error is not None:
+            if error is not None and not isinstance(error, _NOT_FAILURES):
                 self.span.set_status(Status(StatusCode.ERROR, str(error)))
                 self.span.set_attribute("error.type", type(error).__qualname__)
             self.span.end()
@@ -292,3 +295,27 @@ class ScopedStream(wrapt.ObjectProxy):
 
     def __await__(self):
         return self.get_final_response().__await__()
+
+    async def aclose(self) -> None:
+        """Close an async generator early (``contextlib.aclosing``): the run ends now."""
+        try:
+            await self.__wrapped__.aclose()
+        finally:
+            self._self_run.finish()
+
+    async def close(self, *args: Any, **kwargs: Any) -> None:
+        """Agent Framework ``ResponseStream.close()``: the run ends now."""
+        try:
+            await self.__wrapped__.close(*args, **kwargs)
+        finally:
+            self._self_run.finish()
+
+    async def __aenter__(self):
+        await self.__wrapped__.__aenter__()
+        return self  # ``async with run(...) as stream``: iterate through this proxy, in the run's scope
+
+    async def __aexit__(self, *exc_info: Any) -> Any:
+        try:
+            return await self.__wrapped__.__aexit__(*exc_info)
+        finally:
+            self._self_run.finish(error=exc_info[1])

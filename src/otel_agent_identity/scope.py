@@ -74,7 +74,9 @@ class IdentityScope:
 
 
 _SCOPE: ContextVar[Optional[IdentityScope]] = ContextVar("otel_agent_identity_scope", default=None)
-_NEXT_EXECUTION_ID: ContextVar[Optional[str]] = ContextVar("otel_agent_identity_next_execution", default=None)
+#: a one-element list shared by every task and thread copied from the with-block's context, so the
+#: supplied id goes to exactly one run, whichever starts first
+_NEXT_EXECUTION_ID: ContextVar[Optional[list]] = ContextVar("otel_agent_identity_next_execution", default=None)
 _NEXT_DELEGATION_ID: ContextVar[Optional[str]] = ContextVar("otel_agent_identity_next_delegation", default=None)
 
 
@@ -100,15 +102,17 @@ def new_execution_id(framework_run_id: Optional[str] = None) -> str:
     """The execution id of a new run: ``framework_run_id``, else one supplied by :func:`execution`,
     else 128 random bits as 32 hex characters.
 
-    The supplied id applies to the outermost run started in the ``with`` block; runs nested in that
-    run get their own ids.
+    The supplied id applies to the first run started in the ``with`` block, in any task or thread
+    that inherited its context; every other run, nested or concurrent, gets its own id.
     """
     if framework_run_id:
         return framework_run_id
     supplied = _NEXT_EXECUTION_ID.get()
-    if supplied is not None:
-        _NEXT_EXECUTION_ID.set(None)  # only this run; restored when the with-block exits
-        return supplied
+    if supplied:
+        try:
+            return supplied.pop()  # atomic: a second run, in any task or thread, finds it empty
+        except IndexError:
+            pass
     return f"{getrandbits(128):032x}"
 
 
@@ -138,7 +142,7 @@ def execution(execution_id: str) -> Iterator[None]:
     """
     if not isinstance(execution_id, str) or not execution_id:
         raise TypeError("execution_id must be a non-empty str")
-    token = _NEXT_EXECUTION_ID.set(execution_id)
+    token = _NEXT_EXECUTION_ID.set([execution_id])
     try:
         yield
     finally:

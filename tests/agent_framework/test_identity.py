@@ -143,3 +143,13 @@ async def test_nested_agent_span_we_create_never_carries_the_outer_conversation(
     assert CONV not in inner_span.attributes
     assert inner_span.attributes[EXEC] != outer_span.attributes[EXEC]
     assert inner_span.attributes["agent_identity.parent.execution.id"] == outer_span.attributes[EXEC]
+
+
+async def test_supplied_execution_id_goes_to_one_run_even_across_tasks(instrumentor, exporter):
+    import asyncio
+
+    agents = [make_agent("service", prefix=f"p{i}") for i in range(2)]
+    with otel_agent_identity.execution("job-7"):
+        await asyncio.gather(*(asyncio.create_task(a.run("hi", session=a.create_session())) for a in agents))
+    executions = {s.attributes[EXEC] for s in agent_spans(exporter.get_finished_spans())}
+    assert len(executions) == 2 and "job-7" in executions

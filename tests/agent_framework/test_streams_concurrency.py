@@ -119,3 +119,59 @@ async def test_final_response_of_a_temporary_stream(instrumentor, exporter):
     assert "sunny" in response.text
     (span,) = agent_spans(exporter.get_finished_spans())
     assert span.attributes[CONV] == "conv_offline_1"  # the run did not end when the proxy was dropped
+
+
+async def test_stream_used_as_async_context_manager(instrumentor, exporter):
+    agent = make_agent("service")
+    session = agent.create_session()
+    await agent.run("first turn", session=session)
+    async with agent.run("tell me the weather", session=session, stream=True) as stream:
+        async for _update in stream:
+            break
+    spans = exporter.get_finished_spans()
+    assert len(agent_spans(spans)) == 2 and len(by_execution(spans)) == 2
+    assert {s.attributes.get(CONV) for s in spans} == {"conv_offline_1"}
+
+
+async def test_async_generator_closed_early_ends_our_span_now_without_error(instrumentor, exporter):
+    from opentelemetry.trace import SpanKind, StatusCode
+
+    from otel_agent_identity._runs import SpanSpec
+
+    async def events():
+        for i in range(10):
+            yield i
+
+    run = instrumentor._handler.start(framework="test", agent=object(), session=None, args=(), kwargs={},
+                                      span=SpanSpec("invoke_agent remote", SpanKind.CLIENT))
+    stream = run.call(events, (), {})
+    assert await stream.__anext__() == 0
+    await stream.aclose()  # what contextlib.aclosing does
+    (span,) = exporter.get_finished_spans()
+    assert span.name == "invoke_agent remote" and span.status.status_code is StatusCode.UNSET
+
+
+async def test_cancelled_run_propagates_and_is_not_an_error(instrumentor, exporter, monkeypatch):
+    from agent_framework.observability import OBSERVABILITY_SETTINGS
+    from opentelemetry.trace import StatusCode
+
+    monkeypatch.setattr(type(OBSERVABILITY_SETTINGS), "ENABLED", property(lambda self: False))
+    agent = make_agent("service")
+    started = asyncio.Event()
+
+    async def slow(**kwargs):
+        started.set()
+        await asyncio.sleep(30)
+
+    agent.client._inner_get_response = lambda **kw: slow(**kw)
+    task = asyncio.create_task(agent.run("hi", session=agent.create_session()))
+    await started.wait()
+    task.cancel()
+    try:
+        await task
+    except asyncio.CancelledError:
+        pass
+    else:
+        raise AssertionError("CancelledError did not reach the caller")
+    (span,) = agent_spans(exporter.get_finished_spans())
+    assert span.status.status_code is StatusCode.UNSET and "error.type" not in span.attributes

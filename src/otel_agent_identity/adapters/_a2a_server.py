@@ -10,6 +10,7 @@ allowlisted caller is the boundary guard's (``otel_agent_identity.boundary.inbou
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any, Mapping, Optional
 
@@ -111,7 +112,7 @@ def observe(span: Any, event: Any) -> None:
 
 def end(span: Any, error: Optional[BaseException] = None) -> None:
     try:
-        if error is not None and not isinstance(error, GeneratorExit):
+        if error is not None and not isinstance(error, (GeneratorExit, asyncio.CancelledError)):
             span.set_status(Status(StatusCode.ERROR, str(error)))
             span.set_attribute("error.type", type(error).__qualname__)
         span.end()
