@@ -17,6 +17,7 @@ from typing import Any, Optional
 import wrapt
 from opentelemetry import context as otel_context
 from opentelemetry import trace
+from opentelemetry.semconv.attributes.error_attributes import ERROR_TYPE
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from otel_agent_identity import attributes as attrs
@@ -193,7 +194,7 @@ class Run:
             self._finish_span(self.span, result)
             if error is not None and not isinstance(error, _NOT_FAILURES):
                 self.span.set_status(Status(StatusCode.ERROR, str(error)))
-                self.span.set_attribute("error.type", type(error).__qualname__)
+                self.span.set_attribute(ERROR_TYPE, type(error).__qualname__)
             self.span.end()
         except Exception:  # noqa: BLE001
             _logger.debug("otel-agent-identity: finishing the run failed", exc_info=True)

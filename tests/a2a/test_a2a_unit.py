@@ -166,3 +166,37 @@ async def test_server_reads_grpc_metadata(instrumentor, exporter):
     await server_wrapper(trace.get_tracer("t"), False)(on_send, None, (_request(), ctx), {})
     (span,) = exporter.get_finished_spans()
     assert format(span.parent.span_id, "016x") == "b7ad6b7169203331"
+
+
+@pytest.mark.parametrize("state", [TaskState.TASK_STATE_FAILED, TaskState.TASK_STATE_REJECTED])
+async def test_failed_remote_task_marks_client_and_server_spans_as_errors(instrumentor, exporter, state):
+    from opentelemetry.trace import StatusCode
+
+    failed = Task(id="t-f", context_id="ctx-f", status=TaskStatus(state=state))
+    client, transport = _client()
+
+    async def failing_send(request, *, context=None):
+        return SendMessageResponse(task=failed)
+
+    transport.send_message = failing_send
+    events = await _send(client, _request("m-f"))  # the call itself succeeds: the app gets the task
+    assert len(events) == 1
+
+    async def on_send(params, ctx):
+        return failed
+
+    assert await server_wrapper(trace.get_tracer("t"), False)(on_send, None, (_request(), _call_context(TRACEPARENT)), {}) is failed
+    spans = exporter.get_finished_spans()
+    assert {s.kind for s in spans} == {SpanKind.CLIENT, SpanKind.SERVER}
+    for span in spans:
+        assert span.status.status_code is StatusCode.ERROR
+        assert span.attributes["error.type"] == TaskState.Name(state)
+
+
+async def test_completed_remote_task_is_not_an_error(instrumentor, exporter):
+    from opentelemetry.trace import StatusCode
+
+    client, _transport = _client()
+    await _send(client, _request("m-ok"))
+    (span,) = exporter.get_finished_spans()
+    assert span.status.status_code is StatusCode.UNSET and "error.type" not in span.attributes

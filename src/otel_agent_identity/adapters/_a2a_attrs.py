@@ -12,6 +12,9 @@ from __future__ import annotations
 from typing import Any, Optional
 from urllib.parse import urlsplit
 
+from opentelemetry.semconv.attributes.error_attributes import ERROR_TYPE
+from opentelemetry.trace import Status, StatusCode
+
 from otel_agent_identity import attributes as attrs
 
 SEND_MESSAGE = "SendMessage"
@@ -123,6 +126,19 @@ def event_facts(item: Any) -> dict[str, Any]:
         except Exception:  # noqa: BLE001 - unknown enum value
             pass
     return out
+
+
+#: terminal task states that mean the delegated work failed (A2A ``TaskState``)
+FAILED_STATES = frozenset({"TASK_STATE_FAILED", "TASK_STATE_REJECTED"})
+
+
+def mark_failed_task(span: Any, observed: dict[str, Any]) -> None:
+    """Status ERROR and ``error.type`` = the task state on ``span`` when the remote task failed or
+    was rejected: the call itself succeeded, the delegated work did not."""
+    state = observed.get("state")
+    if state in FAILED_STATES and span.is_recording():
+        span.set_status(Status(StatusCode.ERROR, f"A2A task {state}"))
+        span.set_attribute(ERROR_TYPE, state)
 
 
 def event_attributes(observed: dict[str, Any]) -> dict[str, Any]:

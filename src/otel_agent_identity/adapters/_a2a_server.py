@@ -19,6 +19,7 @@ from opentelemetry import baggage
 from opentelemetry import context as otel_context
 from opentelemetry.baggage.propagation import W3CBaggagePropagator
 from opentelemetry import trace
+from opentelemetry.semconv.attributes.error_attributes import ERROR_TYPE
 from opentelemetry.trace import SpanKind, Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
@@ -104,6 +105,7 @@ def observe(span: Any, event: Any) -> None:
         if not span.is_recording():
             return
         span.set_attributes(facts.event_attributes(seen))
+        facts.mark_failed_task(span, seen)
         if seen.get("context_id"):
             span.set_attribute(attrs.GEN_AI_CONVERSATION_ID, seen["context_id"])
     except Exception:  # noqa: BLE001
@@ -114,7 +116,7 @@ def end(span: Any, error: Optional[BaseException] = None) -> None:
     try:
         if error is not None and not isinstance(error, (GeneratorExit, asyncio.CancelledError)):
             span.set_status(Status(StatusCode.ERROR, str(error)))
-            span.set_attribute("error.type", type(error).__qualname__)
+            span.set_attribute(ERROR_TYPE, type(error).__qualname__)
         span.end()
     except Exception:  # noqa: BLE001
         pass

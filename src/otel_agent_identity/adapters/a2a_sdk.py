@@ -183,6 +183,7 @@ class SendStream(wrapt.ObjectProxy):
                 span.set_attribute(attrs.GEN_AI_CONVERSATION_ID, assigned)
             if span.is_recording():
                 span.set_attributes(facts.event_attributes(observed))
+                facts.mark_failed_task(span, observed)
         except Exception:  # noqa: BLE001
             _logger.debug("otel-agent-identity: could not read an a2a event", exc_info=True)
         return item
