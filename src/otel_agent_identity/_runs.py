@@ -24,7 +24,7 @@ from otel_agent_identity import attributes as attrs
 from otel_agent_identity.boundary import check_served
 from otel_agent_identity.extractors import Extracted, Extractor, ExtractorRegistry, RunCall
 from otel_agent_identity.scope import IdentityScope, attach, current_scope, detach, new_execution_id
-from otel_agent_identity.span_processor import IdentitySpanProcessor, set_while_ending
+from otel_agent_identity.span_processor import IdentitySpanProcessor
 
 _logger = logging.getLogger(__name__)
 #: how a run can stop that is not its failure: cancellation, a consumer closing a stream early
@@ -172,11 +172,7 @@ class Run:
         effective = post or self._pre
         current = span.attributes.get(attrs.GEN_AI_CONVERSATION_ID) if span.attributes else None
         if post != self._pre or (effective and current != effective.conversation_id):
-            changed = conversation_attributes(self._pre, post)  # the id after the run differs
-            if span is self.span:
-                span.set_attributes(changed)
-            else:
-                set_while_ending(span, changed)
+            span.set_attributes(conversation_attributes(self._pre, post))  # the id after the run differs
         if self.scope.parent_execution_id is None:  # the run serving an inbound hop, if any
             check_served(effective.conversation_id if effective else None)
         if effective and effective.conversation_id != self.scope.conversation_id:

@@ -13,16 +13,14 @@ from otel_agent_identity.scope import _SCOPE
 _logger = logging.getLogger(__name__)
 
 Finisher = Callable[[Span], None]
-_FINISHER = "_otel_agent_identity_finisher"
 
 
 class IdentitySpanProcessor(SpanProcessor):
     """Adds ``gen_ai.conversation.id``, ``agent_identity.execution.id`` and ``agent_identity.delegation.id``
     of the current :class:`~otel_agent_identity.scope.IdentityScope` to each span when it starts.
 
-    It also runs a *finisher* on a watched span while it is ending (SDK ``_on_ending``, before the
-    span becomes read-only): that is how a framework's own ``invoke_agent`` span gets the
-    conversation id the service assigned during the run. Register with
+    It also runs a *finisher* on a watched span just before it ends: that is how a framework's own
+    ``invoke_agent`` span gets the conversation id the service assigned during the run. Register with
     ``TracerProvider.add_span_processor``; :class:`AgentIdentityInstrumentor` does this itself.
     """
 
@@ -48,42 +46,26 @@ class IdentitySpanProcessor(SpanProcessor):
         claim = scope.claim_agent_span
         if claim is not None and span.name.startswith("invoke_agent"):
             scope.claim_agent_span = None
-            claim(span)
+            try:
+                claim(span)
+            except Exception:  # noqa: BLE001 - never break span creation
+                _logger.debug("otel-agent-identity: could not enrich the agent span", exc_info=True)
 
     def watch(self, span: Span, finisher: Finisher) -> None:
-        """Call ``finisher(span)`` once, while ``span`` is ending (it can still take attributes)."""
-        span.__dict__[_FINISHER] = finisher  # lives and dies with the span: nothing to clean up
+        """Call ``finisher(span)`` once, just before ``span`` ends, while it still takes attributes.
 
-    def _on_ending(self, span: Span) -> None:
-        try:
-            finisher = span.__dict__.pop(_FINISHER, None)
-        except AttributeError:  # not an SDK span
-            return
-        if finisher is not None:
+        The span's ``end`` is shadowed on this one span object (every caller, ``use_span`` and
+        ``start_as_current_span`` included, reaches it through attribute lookup): no per-span hook
+        is paid by the other spans, and no SDK internals are touched.
+        """
+        original = span.end
+
+        def end(end_time: Optional[int] = None) -> None:
+            del span.end  # once; the class's end from now on
             try:
                 finisher(span)
-            except Exception:  # noqa: BLE001 - never break span export
+            except Exception:  # noqa: BLE001 - never break the span's end
                 _logger.debug("otel-agent-identity: finisher failed", exc_info=True)
+            original(end_time)
 
-
-def set_while_ending(span: Span, attributes: dict) -> None:
-    """Set attributes on a span from ``_on_ending``.
-
-    The OTel spec lets OnEnding mutate the span, but the Python SDK marks it ended first, so the
-    public setters refuse: write through the SDK's attribute store under the span's lock.
-    """
-    if span.is_recording():
-        span.set_attributes(attributes)
-        return
-    store = getattr(span, "_attributes", None)
-    lock = getattr(span, "_lock", None)
-    if store is None or lock is None or not hasattr(store, "_immutable"):
-        _logger.debug("otel-agent-identity: this SDK's spans cannot take attributes while ending")
-        return
-    with lock:
-        store._immutable = False
-        try:
-            for key, value in attributes.items():
-                store[key] = value
-        finally:
-            store._immutable = True
+        span.end = end
