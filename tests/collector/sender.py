@@ -12,6 +12,7 @@ Plain OpenTelemetry SDK + OTLP/HTTP, spans shaped like the instrumentation's:
   its agent's ``invoke_agent`` span with the conversation it actually used,
   and a chat span without a conversation id (a backfill target).
 
+``--lose-traceparent`` withholds the traceparent: the callee's spans form a trace of their own.
 Spans are exported as they end, so the callee's arrive first; ``--linger`` delays the caller's
 past groupbytrace's wait to produce a fragmented trace. The caller prints the trace id (hex).
 """
@@ -62,7 +63,8 @@ def caller(args: argparse.Namespace) -> None:
             for _ in range(args.attempts):
                 carrier: dict[str, str] = {}
                 inject(carrier)
-                env = dict(os.environ, TRACEPARENT=carrier["traceparent"])
+                # --lose-traceparent: the callee gets no trace context and starts a new trace
+                env = dict(os.environ, TRACEPARENT="" if args.lose_traceparent else carrier["traceparent"])
                 cmd = [sys.executable, __file__, "callee", "--service", args.callee_service,
                        "--endpoint", args.endpoint, "--conversation", args.callee_conversation]
                 subprocess.run(cmd, env=env, check=True)
@@ -74,7 +76,7 @@ def caller(args: argparse.Namespace) -> None:
 
 def callee(args: argparse.Namespace) -> None:
     provider, tracer = _tracer(args.service, args.endpoint)
-    ctx = extract({"traceparent": os.environ["TRACEPARENT"]})
+    ctx = extract({"traceparent": os.environ["TRACEPARENT"]} if os.environ.get("TRACEPARENT") else {})
     with tracer.start_as_current_span("POST /", context=ctx, kind=trace.SpanKind.SERVER):
         attrs = {OP: "invoke_agent", AGENT: args.service, EXECUTION: uuid.uuid4().hex}
         if args.conversation:
@@ -98,6 +100,8 @@ def main() -> None:
     parser.add_argument("--attempts", type=int, default=1, help="caller: sends of one delegation")
     parser.add_argument("--linger", type=float, default=0.0,
                         help="caller: seconds to wait after the callee before ending its spans")
+    parser.add_argument("--lose-traceparent", type=int, default=0,
+                        help="caller: 1 = do not pass trace context (the callee starts a new trace)")
     args = parser.parse_args()
     (caller if args.role == "caller" else callee)(args)
 

@@ -49,6 +49,11 @@ const (
 	resultCallerUnknown = "caller_unknown"
 	resultCalleeUnknown = "callee_unknown"
 	resultNotRequired   = "not_required"
+	// resultNoCallee marks a requesting span (caller conditions of a
+	// require_continuation rule) with no descendant in another service: the
+	// request left no trace of a callee in this trace (lost traceparent, a
+	// late fragment, or a failed send).
+	resultNoCallee = "no_callee"
 )
 
 // unknownService is the metric label for spans whose resource has no usable

@@ -93,6 +93,7 @@ func TestMetricsFollowTable(t *testing.T) {
 		metricMismatches:          {labelCallerService, labelCalleeService, labelCalleeAgent},
 		metricUnresolved:          {labelCalleeService},
 		metricDuplicateExecutions: {labelCallerService, labelCalleeService},
+		metricNoCallee:            {labelCallerService, labelCalleeAgent, labelCallerStatus},
 	}
 	require.Len(t, rows, len(want))
 	for name, labels := range want {

@@ -29,6 +29,7 @@ type spanIn struct {
 	Service any            `json:"service,omitempty"` // resource service.name, any type
 	Kind    string         `json:"kind,omitempty"`    // client, server, internal, ...
 	Start   int64          `json:"start,omitempty"`   // start time, default: position
+	Status  string         `json:"status,omitempty"`  // "error" sets status ERROR
 	Attrs   map[string]any `json:"attrs,omitempty"`
 }
 
@@ -70,6 +71,9 @@ func buildTraces(t testing.TB, spans []spanIn) ptrace.Traces {
 		s.SetName(in.ID)
 		if k, ok := spanKinds[in.Kind]; ok {
 			s.SetKind(k)
+		}
+		if in.Status == "error" {
+			s.Status().SetCode(ptrace.StatusCodeError)
 		}
 		start := in.Start
 		if start == 0 {

@@ -103,6 +103,9 @@ type traceIndex struct {
 	parent []int32 // span index, parentNone, parentMissing or parentCopy
 	// copies lists {copy, original} for spans identical to an earlier one
 	copies [][2]int32
+	// ambiguous[i]: span i shares its id with a conflicting span (nil when
+	// no id of the trace is ambiguous)
+	ambiguous []bool
 	// children of span i are kids[first[i]:first[i+1]] (CSR layout)
 	first, kids []int32
 	// reached is false for spans in (or below) a parent cycle
@@ -128,6 +131,14 @@ func buildIndex(spans []spanRef) *traceIndex {
 			t.copies = append(t.copies, [2]int32{int32(i), j})
 		default:
 			ids[id] = parentMissing // conflicting copies: children are unresolved
+			if t.ambiguous == nil {
+				t.ambiguous = make([]bool, n)
+			}
+		}
+	}
+	if t.ambiguous != nil {
+		for i, s := range spans {
+			t.ambiguous[i] = ids[s.span.SpanID()] == parentMissing
 		}
 	}
 	counts := buf[n : 2*n+1 : 2*n+1]

@@ -19,21 +19,26 @@ const (
 	metricMismatches          = "agent_identity.mismatches"
 	metricUnresolved          = "agent_identity.unresolved"
 	metricDuplicateExecutions = "agent_identity.duplicate_executions"
+	metricNoCallee            = "agent_identity.no_callee"
 
 	labelCallerService = "caller_service"
 	labelCalleeService = "callee_service"
 	labelCalleeAgent   = "callee_agent"
 	labelResult        = "result"
+	labelCallerStatus  = "caller_status"
+
+	callerStatusError = "error"
+	callerStatusOK    = "ok"
 )
 
 type instruments struct {
-	hops, mismatches, unresolved, duplicates metric.Int64Counter
+	hops, mismatches, unresolved, duplicates, noCallee metric.Int64Counter
 }
 
 func newInstruments(mp metric.MeterProvider) (*instruments, error) {
 	m := mp.Meter(scopeName)
 	var ins instruments
-	var e1, e2, e3, e4 error
+	var e1, e2, e3, e4, e5 error
 	ins.hops, e1 = m.Int64Counter(metricHops, metric.WithUnit("{hop}"),
 		metric.WithDescription("Cross-service hops checked, by result."))
 	ins.mismatches, e2 = m.Int64Counter(metricMismatches, metric.WithUnit("{hop}"),
@@ -42,7 +47,9 @@ func newInstruments(mp metric.MeterProvider) (*instruments, error) {
 		metric.WithDescription("Spans whose parent is missing, ambiguous, cyclic or in another fragment."))
 	ins.duplicates, e4 = m.Int64Counter(metricDuplicateExecutions, metric.WithUnit("{execution}"),
 		metric.WithDescription("Extra callee executions under one delegation id in a trace."))
-	return &ins, errors.Join(e1, e2, e3, e4)
+	ins.noCallee, e5 = m.Int64Counter(metricNoCallee, metric.WithUnit("{span}"),
+		metric.WithDescription("Requesting spans (require_continuation caller conditions) with no descendant in another service."))
+	return &ins, errors.Join(e1, e2, e3, e4, e5)
 }
 
 // hopKey is the label set of hops and mismatches.
@@ -51,11 +58,17 @@ type hopKey struct{ caller, callee, agent, result string }
 // pairKey is the label set of unresolved (caller empty) and duplicates.
 type pairKey struct{ caller, callee string }
 
+// noCalleeKey is the label set of no_callee: the caller's service, the agent
+// it addressed (gen_ai.agent.name of the requesting span) and whether that span
+// ended with status ERROR.
+type noCalleeKey struct{ caller, agent, status string }
+
 // tally accumulates one processTraces call so each label set is added once.
 type tally struct {
 	hops       map[hopKey]int64
 	unresolved map[string]int64
 	duplicates map[pairKey]int64
+	noCallee   map[noCalleeKey]int64
 }
 
 func (t *tally) hop(k hopKey) {
@@ -79,6 +92,13 @@ func (t *tally) duplicate(k pairKey) {
 	t.duplicates[k]++
 }
 
+func (t *tally) lonely(k noCalleeKey) {
+	if t.noCallee == nil {
+		t.noCallee = make(map[noCalleeKey]int64)
+	}
+	t.noCallee[k]++
+}
+
 func (ins *instruments) record(ctx context.Context, t *tally) {
 	for k, n := range t.hops {
 		set := attribute.NewSet(
@@ -97,5 +117,11 @@ func (ins *instruments) record(ctx context.Context, t *tally) {
 		ins.duplicates.Add(ctx, n, metric.WithAttributes(
 			attribute.String(labelCallerService, k.caller),
 			attribute.String(labelCalleeService, k.callee)))
+	}
+	for k, n := range t.noCallee {
+		ins.noCallee.Add(ctx, n, metric.WithAttributes(
+			attribute.String(labelCallerService, k.caller),
+			attribute.String(labelCalleeAgent, k.agent),
+			attribute.String(labelCallerStatus, k.status)))
 	}
 }

@@ -16,13 +16,18 @@ type identityProcessor struct {
 	backfill bool
 	rules    []rule
 	ins      *instruments
+	// requesting: some rule can mark a span as a request (see markNoCallee)
+	requesting bool
 }
 
 // rule is a ContinuationRule ready for matching.
 type rule struct {
 	kind           ptrace.SpanKind // SpanKindUnspecified: any
-	attrs          map[string]string
+	attrs          []attrCond      // sorted by key
 	caller, callee string
+	// requests: the rule names a request on its own (a span condition, no
+	// callee_service), so a matching span with no callee is no_callee.
+	requests bool
 }
 
 func newIdentityProcessor(set processor.Settings, cfg *Config) (*identityProcessor, error) {
@@ -34,10 +39,13 @@ func newIdentityProcessor(set processor.Settings, cfg *Config) (*identityProcess
 	for _, r := range cfg.RequireContinuation {
 		p.rules = append(p.rules, rule{
 			kind:   spanKinds[strings.ToLower(r.CallerSpanKind)],
-			attrs:  r.CallerAttributes,
+			attrs:  attrConds(r.CallerAttributes),
 			caller: r.CallerService,
 			callee: r.CalleeService,
+			requests: r.CalleeService == "" &&
+				(spanKinds[strings.ToLower(r.CallerSpanKind)] != ptrace.SpanKindUnspecified || len(r.CallerAttributes) > 0),
 		})
+		p.requesting = p.requesting || p.rules[len(p.rules)-1].requests
 	}
 	return p, nil
 }
@@ -92,6 +100,7 @@ func (p *identityProcessor) processTrace(spans []spanRef, t *tally) {
 			p.checkHop(tr, par, c, t)
 		}
 	}
+	p.markNoCallee(tr, t)
 	p.markDuplicates(tr, t)
 	if p.backfill {
 		tr.backfill()
@@ -190,13 +199,99 @@ func (p *identityProcessor) checkHop(tr *trace, par, c int32, t *tally) {
 	tr.deleg[key] = append(tr.deleg[key], delegated{entry: c, execution: execution, start: callee.span.StartTimestamp()})
 }
 
+// markNoCallee marks each requesting span that has no descendant in another
+// service (no hop below it in this trace) agent_identity.hop.result=no_callee
+// and counts it. A requesting span is a span, with a usable service.name, an
+// unambiguous span id (a conflicting copy's children are unresolved, not
+// absent) and no mark of its own (neither an entry span nor unresolved), that satisfies
+// the span conditions of a rule without callee_service (the callee is what
+// is missing) whose caller_service, if set, is its service. Such a span in a
+// trace that lost context on the hop, in a fragment released before its
+// callee's spans arrived, or whose send failed (then usually status ERROR:
+// the caller_status label) has no callee below it.
+func (p *identityProcessor) markNoCallee(tr *trace, t *tally) {
+	if !p.requesting {
+		return
+	}
+	foreign := tr.foreignBelow() // foreign[i]: a descendant of i is in another service
+	for _, i := range tr.order {
+		s := tr.spans[i]
+		if foreign[i] || s.service == "" || (tr.ambiguous != nil && tr.ambiguous[i]) || !p.requests(s) {
+			continue
+		}
+		attrs := s.span.Attributes()
+		if _, marked := attrs.Get(attrHopResult); marked {
+			continue
+		}
+		attrs.PutStr(attrHopResult, resultNoCallee)
+		status := callerStatusOK
+		if s.span.Status().Code() == ptrace.StatusCodeError {
+			status = callerStatusError
+		}
+		t.lonely(noCalleeKey{caller: s.service, agent: strAttr(s.span, attrAgentName), status: status})
+	}
+}
+
+// requests reports whether s satisfies a rule that names a request.
+func (p *identityProcessor) requests(s spanRef) bool {
+	for k := range p.rules {
+		r := &p.rules[k]
+		if r.requests && (r.caller == "" || r.caller == s.service) && r.matches(s.span) {
+			return true
+		}
+	}
+	return false
+}
+
+// foreignBelow returns, per span, whether any descendant is in another
+// service (or has no usable service.name). Reached spans only; one pass,
+// children before parents.
+func (tr *trace) foreignBelow() []bool {
+	foreign := make([]bool, len(tr.spans))
+	for k := len(tr.order) - 1; k >= 0; k-- {
+		i := tr.order[k]
+		p := tr.parent[i]
+		if p < 0 {
+			continue
+		}
+		if foreign[i] || tr.spans[i].service != tr.spans[p].service || tr.spans[i].service == "" {
+			foreign[p] = true
+		}
+	}
+	return foreign
+}
+
+// attrCond is one caller_attributes condition: key present with a non-empty
+// string, equal to want unless want is "".
+type attrCond struct{ key, want string }
+
+// attrConds turns the configured map into a slice (cheaper to walk per span
+// than ranging over a map): conditions on a value first (they reject most
+// spans, e.g. gen_ai.operation.name=invoke_agent), then by key.
+func attrConds(m map[string]string) []attrCond {
+	out := make([]attrCond, 0, len(m))
+	for k, v := range m {
+		out = append(out, attrCond{key: k, want: v})
+	}
+	slices.SortFunc(out, func(a, b attrCond) int {
+		if (a.want == "") != (b.want == "") {
+			if a.want != "" {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.key, b.key)
+	})
+	return out
+}
+
 func (r *rule) matches(span ptrace.Span) bool {
 	if r.kind != ptrace.SpanKindUnspecified && span.Kind() != r.kind {
 		return false
 	}
-	for k, want := range r.attrs {
-		got := strAttr(span, k)
-		if got == "" || (want != "" && got != want) {
+	for _, c := range r.attrs {
+		got := strAttr(span, c.key)
+		if got == "" || (c.want != "" && got != c.want) {
 			return false
 		}
 	}

@@ -120,7 +120,9 @@ func TestBatchOfTraces(t *testing.T) {
 	}
 	h := newHarness(t, createDefaultConfig().(*Config))
 	require.NoError(t, h.proc.ConsumeTraces(context.Background(), buildTraces(t, spans)))
-	assert.Equal(t, map[string]int{resultUnresolved: 1}, countResults(h.sink.AllTraces()[0]))
+	// c's parent is not in its trace (unresolved); p has no callee in its own
+	// trace, as when trace context is lost on the hop.
+	assert.Equal(t, map[string]int{resultUnresolved: 1, resultNoCallee: 1}, countResults(h.sink.AllTraces()[0]))
 }
 
 func TestEmptyAndSpanlessInput(t *testing.T) {
@@ -203,6 +205,37 @@ func TestRedeliveredCopyIsOneSpan(t *testing.T) {
 				assert.NotEqual(t, parentCopy, idx.parent[1])
 				assert.Equal(t, parentMissing, child)
 			}
+		})
+	}
+}
+
+// Only rules that name a request on their own (a span condition, no
+// callee_service) make a span without a callee no_callee; caller_service, when
+// set, must be the span's service.
+func TestNoCalleeRules(t *testing.T) {
+	spans := []spanIn{
+		{ID: "a_send", Service: "a", Kind: "client", Attrs: agentAttrs("x")},
+		{ID: "b_send", Service: "b", Kind: "client", Attrs: agentAttrs("y")},
+		{ID: "b_plain", Service: "b", Kind: "internal"},
+	}
+	for name, tc := range map[string]struct {
+		rules []any
+		want  map[string]int
+	}{
+		"default":          {nil, map[string]int{resultNoCallee: 2}},
+		"callee pair only": {[]any{map[string]any{"caller_service": "a", "callee_service": "z", "caller_span_kind": "client"}}, map[string]int{}},
+		"service, no span": {[]any{map[string]any{"caller_service": "b"}}, map[string]int{}},
+		"service and kind": {[]any{map[string]any{"caller_service": "b", "caller_span_kind": "client"}}, map[string]int{resultNoCallee: 1}},
+		"any kind, attrs":  {[]any{map[string]any{"caller_attributes": map[string]any{attrConversationID: "x"}}}, map[string]int{resultNoCallee: 1}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			raw := map[string]any{}
+			if tc.rules != nil {
+				raw["require_continuation"] = tc.rules
+			}
+			h := newHarness(t, configFrom(t, raw))
+			require.NoError(t, h.proc.ConsumeTraces(context.Background(), buildTraces(t, spans)))
+			assert.Equal(t, tc.want, countResults(h.sink.AllTraces()[0]))
 		})
 	}
 }
