@@ -71,32 +71,12 @@ type tally struct {
 	noCallee   map[noCalleeKey]int64
 }
 
-func (t *tally) hop(k hopKey) {
-	if t.hops == nil {
-		t.hops = make(map[hopKey]int64)
+// bump adds one to (*m)[k], making the map on first use.
+func bump[K comparable](m *map[K]int64, k K) {
+	if *m == nil {
+		*m = make(map[K]int64)
 	}
-	t.hops[k]++
-}
-
-func (t *tally) orphan(service string) {
-	if t.unresolved == nil {
-		t.unresolved = make(map[string]int64)
-	}
-	t.unresolved[service]++
-}
-
-func (t *tally) duplicate(k pairKey) {
-	if t.duplicates == nil {
-		t.duplicates = make(map[pairKey]int64)
-	}
-	t.duplicates[k]++
-}
-
-func (t *tally) lonely(k noCalleeKey) {
-	if t.noCallee == nil {
-		t.noCallee = make(map[noCalleeKey]int64)
-	}
-	t.noCallee[k]++
+	(*m)[k]++
 }
 
 func (ins *instruments) record(ctx context.Context, t *tally) {

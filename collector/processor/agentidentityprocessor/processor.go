@@ -95,7 +95,7 @@ func (p *identityProcessor) processTrace(spans []spanRef, t *tally) {
 			// cross-process hop from a same-process call.
 			par >= 0 && (spans[par].service == "" || spans[c].service == ""):
 			spans[c].span.Attributes().PutStr(attrHopResult, resultUnresolved)
-			t.orphan(serviceLabel(spans[c].service))
+			bump(&t.unresolved, serviceLabel(spans[c].service))
 		case par >= 0 && spans[par].service != spans[c].service:
 			p.checkHop(tr, par, c, t)
 		}
@@ -183,7 +183,7 @@ func (p *identityProcessor) checkHop(tr *trace, par, c int32, t *tally) {
 	if calleeConv != "" {
 		attrs.PutStr(attrHopCalleeConversationID, calleeConv)
 	}
-	t.hop(hopKey{caller: caller.service, callee: callee.service, agent: agent, result: result})
+	bump(&t.hops, hopKey{caller: caller.service, callee: callee.service, agent: agent, result: result})
 
 	if execution == "" {
 		return
@@ -228,7 +228,7 @@ func (p *identityProcessor) markNoCallee(tr *trace, t *tally) {
 		if s.span.Status().Code() == ptrace.StatusCodeError {
 			status = callerStatusError
 		}
-		t.lonely(noCalleeKey{caller: s.service, agent: strAttr(s.span, attrAgentName), status: status})
+		bump(&t.noCallee, noCalleeKey{caller: s.service, agent: strAttr(s.span, attrAgentName), status: status})
 	}
 }
 
@@ -323,7 +323,7 @@ func (p *identityProcessor) markDuplicates(tr *trace, t *tally) {
 			tr.spans[h.entry].span.Attributes().PutBool(attrDelegationDuplicate, true)
 			if !seen[h.execution] {
 				seen[h.execution] = true
-				t.duplicate(pairKey{caller: key.caller, callee: key.callee})
+				bump(&t.duplicates, pairKey{caller: key.caller, callee: key.callee})
 			}
 		}
 	}
