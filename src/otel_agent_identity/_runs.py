@@ -276,19 +276,9 @@ class ScopedStream(wrapt.ObjectProxy):
             run.exit(tokens)
 
     async def get_final_response(self, *args: Any, **kwargs: Any):
-        # an async def, not run._await(...): the coroutine must keep this proxy alive (its
-        # finaliser ends the run), e.g. in ``agent.run(..., stream=True).get_final_response()``
-        run = self._self_run
-        tokens = run.enter()
-        try:
-            result = await self.__wrapped__.get_final_response(*args, **kwargs)
-        except BaseException as exc:
-            run.finish(error=exc)
-            raise
-        finally:
-            run.exit(tokens)
-        run.finish(result=result)
-        return result
+        # an async def around run._await: its frame keeps this proxy (whose finaliser ends the run)
+        # alive, e.g. in ``agent.run(..., stream=True).get_final_response()``
+        return await self._self_run._await(self.__wrapped__.get_final_response(*args, **kwargs))
 
     def __await__(self):
         return self.get_final_response().__await__()
