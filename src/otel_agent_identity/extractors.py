@@ -64,7 +64,7 @@ class ExtractorRegistry:
         self.max_id_length = max_id_length
         self._by_type: dict[type, Extractor] = {}
         self._cache: dict[type, Optional[Extractor]] = {}
-        self._warned: set[tuple[str, str]] = set()
+        self._warned: set[tuple[str, str, str]] = set()  # (agent type, step, kind)
         self._lock = threading.Lock()
 
     def register(self, agent_type: type, extractor: Extractor) -> None:
