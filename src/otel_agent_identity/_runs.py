@@ -206,12 +206,37 @@ class Run:
             raise
         finally:
             self.exit(tokens)
+        return self.wrap_result(result)
+
+    def wrap_result(self, result):
+        """Keep ``result``'s shape, with the rest of the run inside its scope: a coroutine stays a
+        coroutine, a generator a generator, an async generator an async generator, another async
+        iterable (e.g. Agent Framework ``ResponseStream``) a :class:`ScopedStream` proxy; anything
+        else is the finished run's result."""
         if inspect.iscoroutine(result):
             return self._await(result)
+        if inspect.isasyncgen(result):
+            return scoped_async_generator(result, self)
+        if inspect.isgenerator(result):
+            return scoped_generator(result, self)
         if hasattr(result, "__aiter__"):
             return ScopedStream(result, self)
         self.finish(result=result)
         return result
+
+    def finish_when_done(self, future) -> None:
+        """Task-based runs (a background task, a run loop task): end the run when ``future``
+        (an ``asyncio.Future``/``Task`` or ``concurrent.futures.Future``) completes."""
+
+        def done(fut) -> None:
+            error = None
+            try:
+                error = None if fut.cancelled() else fut.exception()
+            except BaseException as exc:  # noqa: BLE001
+                error = exc
+            self.finish(error=error)
+
+        future.add_done_callback(done)
 
     async def _await(self, coro):
         tokens = self.enter()
@@ -306,3 +331,84 @@ class ScopedStream(wrapt.ObjectProxy):
             return await self.__wrapped__.__aexit__(*exc_info)
         finally:
             self._self_run.finish(error=exc_info[1])
+
+
+def scoped_generator(gen, run: Run):
+    """A generator over ``gen`` whose every step runs in the run's scope (and current span), never
+    across the caller's code between steps. The run ends when ``gen`` is exhausted or raises, or
+    when this generator is closed or collected (an early ``break``): ``GeneratorExit`` is no failure.
+    ``send()`` and ``throw()`` reach ``gen``; its return value is kept."""
+    error: Optional[BaseException] = None
+    try:
+        sent, thrown = None, None
+        while True:
+            tokens = run.enter()
+            try:
+                item = gen.throw(thrown) if thrown is not None else gen.send(sent)
+            except StopIteration as stop:
+                return stop.value
+            except BaseException as exc:
+                error = exc
+                raise
+            finally:
+                run.exit(tokens)
+            sent, thrown = None, None
+            try:
+                sent = yield item
+            except GeneratorExit:
+                raise
+            except BaseException as exc:  # thrown in by the consumer: hand it to gen
+                thrown = exc
+    finally:
+        if error is None:
+            tokens = run.enter()
+            try:
+                gen.close()
+            except BaseException as exc:  # noqa: BLE001 - gen's own cleanup failed
+                error = exc
+                raise
+            finally:
+                run.exit(tokens)
+                run.finish(error=error)
+        else:
+            run.finish(error=error)
+
+
+async def scoped_async_generator(agen, run: Run):
+    """The async counterpart of :func:`scoped_generator`: an ``async def`` generator (not a proxy),
+    so the event loop's async-generator finaliser closes it, and ends the run, when the caller
+    leaves ``async for`` with ``break`` and drops it. ``asend()``/``athrow()`` reach ``agen``."""
+    error: Optional[BaseException] = None
+    try:
+        sent, thrown = None, None
+        while True:
+            tokens = run.enter()
+            try:
+                item = await (agen.athrow(thrown) if thrown is not None else agen.asend(sent))
+            except StopAsyncIteration:
+                return
+            except BaseException as exc:
+                error = exc
+                raise
+            finally:
+                run.exit(tokens)
+            sent, thrown = None, None
+            try:
+                sent = yield item
+            except GeneratorExit:
+                raise
+            except BaseException as exc:
+                thrown = exc
+    finally:
+        try:
+            if error is None:
+                tokens = run.enter()
+                try:
+                    await agen.aclose()
+                except BaseException as exc:  # noqa: BLE001
+                    error = exc
+                    raise
+                finally:
+                    run.exit(tokens)
+        finally:
+            run.finish(error=error)
