@@ -129,7 +129,11 @@ func (tr *trace) isAgent(i int32) bool {
 	return strAttr(tr.spans[i].span, attrOperationName) == operationInvokeAgent
 }
 
-// checkHop compares the caller's and the callee's conversation on hop par -> c.
+// checkHop judges hop par -> c: did the callee continue what the caller
+// requested? It compares like with like (README "Hop model"): the contextId
+// the caller asked for with the context the callee's entry span answered in
+// (protocol continuity), then whether the run serving it resumed prior state
+// (state continuity).
 func (p *identityProcessor) checkHop(tr *trace, par, c int32, t *tally) {
 	caller, callee := tr.spans[par], tr.spans[c]
 	from := int32(-1) // caller span whose request is compared
@@ -150,38 +154,75 @@ func (p *identityProcessor) checkHop(tr *trace, par, c int32, t *tally) {
 	if i := tr.nearest(&tr.convMemo, from, tr.hasConv); i >= 0 {
 		callerConv = strAttr(tr.spans[i].span, attrConversationID)
 	}
-	calleeConv, agent, execution := "", "", ""
+	agentConv, agent, execution := "", "", ""
+	resumed, resumedKnown := false, false
 	if a := tr.firstBelow(c, tr.isAgent); a >= 0 {
 		as := tr.spans[a].span
-		calleeConv, agent, execution = strAttr(as, attrConversationID), strAttr(as, attrAgentName), strAttr(as, attrExecutionID)
+		agentConv, agent, execution = strAttr(as, attrConversationID), strAttr(as, attrAgentName), strAttr(as, attrExecutionID)
+		if v, ok := as.Attributes().Get(attrResumed); ok && v.Type() == pcommon.ValueTypeBool {
+			resumed, resumedKnown = v.Bool(), true
+		}
 	}
 	if execution == "" {
 		execution = strAttr(callee.span, attrExecutionID)
+	}
+	// Requested: what the requesting span (else the entry span, the same
+	// request seen by the callee) says the request carried. A send span of
+	// this instrumentation (it carries a delegation id) without one asked for
+	// nothing: a first turn. Any other caller span (semconv only) requested
+	// the conversation it carries.
+	reqSpan := tr.spans[from].span
+	requested := strAttr(reqSpan, attrRequestedID)
+	if requested == "" {
+		requested = strAttr(callee.span, attrRequestedID)
+	}
+	ours := requested != "" || strAttr(reqSpan, attrDelegationID) != ""
+	if !ours {
+		requested = callerConv
+	}
+	// Answered: the context the entry span answered in; a callee
+	// instrumented by semconv alone has only its agent span's.
+	answered := strAttr(callee.span, attrConversationID)
+	if answered == "" {
+		answered = agentConv
 	}
 
 	result := resultNotRequired
 	switch {
 	case !required:
-	case callerConv == "":
+	case requested == "" && ours:
+		result = resultFirstTurn
+	case requested == "":
 		result = resultCallerUnknown
-	case calleeConv == "":
+	case answered == "":
 		result = resultCalleeUnknown
-	case callerConv == calleeConv:
-		result = resultContinued
+	case answered != requested:
+		result = resultContextChanged
+	case resumedKnown && !resumed:
+		result = resultStateNotResumed
 	default:
-		result = resultMismatch
+		result = resultContinued
 	}
 	attrs := callee.span.Attributes()
 	attrs.PutStr(attrHopResult, result)
 	attrs.PutStr(attrHopCallerService, caller.service)
-	if result == resultContinued || result == resultMismatch {
-		attrs.PutBool(attrHopMismatch, result == resultMismatch)
+	if flagged, judged := verdict(result); judged {
+		attrs.PutBool(attrHopMismatch, flagged)
 	}
 	if callerConv != "" {
 		attrs.PutStr(attrHopCallerConversationID, callerConv)
 	}
-	if calleeConv != "" {
-		attrs.PutStr(attrHopCalleeConversationID, calleeConv)
+	if required && requested != "" {
+		attrs.PutStr(attrHopRequestedID, requested)
+	}
+	if answered != "" {
+		attrs.PutStr(attrHopCalleeConversationID, answered)
+	}
+	if agentConv != "" {
+		attrs.PutStr(attrHopCalleeAgentConvID, agentConv)
+	}
+	if resumedKnown {
+		attrs.PutBool(attrHopCalleeResumed, resumed)
 	}
 	bump(&t.hops, hopKey{caller: caller.service, callee: callee.service, agent: agent, result: result})
 
@@ -197,6 +238,18 @@ func (p *identityProcessor) checkHop(tr *trace, par, c int32, t *tally) {
 	}
 	key := delegationKey{caller: caller.service, id: strAttr(tr.spans[d].span, attrDelegationID), callee: callee.service}
 	tr.deleg[key] = append(tr.deleg[key], delegated{entry: c, execution: execution, start: callee.span.StartTimestamp()})
+}
+
+// verdict says whether a hop result is flagged (agent_identity.hop.mismatch
+// true) and whether it is a verdict at all (the flag is set only then).
+func verdict(result string) (flagged, judged bool) {
+	switch result {
+	case resultContextChanged, resultStateNotResumed:
+		return true, true
+	case resultContinued, resultFirstTurn:
+		return false, true
+	}
+	return false, false
 }
 
 // markNoCallee marks each requesting span that has no descendant in another

@@ -83,7 +83,7 @@ func TestLargeTraces(t *testing.T) {
 			results := countResults(out)
 			assert.Zero(t, results[resultUnresolved])
 			if name != "deep_chain" {
-				assert.Equal(t, n-1, results[resultContinued]+results[resultMismatch])
+				assert.Equal(t, n-1, results[resultContinued]+results[resultContextChanged])
 			}
 		})
 	}
@@ -109,7 +109,7 @@ func TestConcurrentCalls(t *testing.T) {
 	}
 	wg.Wait()
 	m := h.metrics(t)
-	assert.Equal(t, int64(400), m["agent_identity.mismatches{callee_agent=specialist,callee_service=specialist,caller_service=orchestrator}"])
+	assert.Equal(t, int64(400), m["agent_identity.mismatches{callee_agent=specialist,callee_service=specialist,caller_service=orchestrator,reason=context_changed}"])
 }
 
 // A batch holding several traces is split per trace: no hop crosses traces.
