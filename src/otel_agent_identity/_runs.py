@@ -86,6 +86,7 @@ class RunHandler:
         span: Optional[SpanSpec] = None,
         run_id: Optional[str] = None,
         delegation_id: Optional[str] = None,
+        resumed: Optional[bool] = None,
     ) -> Optional["Run"]:
         """Begin a run; None if anything failed here (the caller then runs the original, bare).
 
@@ -94,11 +95,13 @@ class RunHandler:
                 which is then enriched.
             run_id: the framework's own run id (becomes ``agent_identity.execution.id``).
             delegation_id: set for hops to another agent.
+            resumed: whether the run starts from prior conversation state (the adapter's
+                per-framework source); None: unknown, not recorded.
         """
         try:
             if not self._attached and self.provider is not None:
                 self.attach_processor(self.provider)
-            return Run(self, framework, agent, session, args, kwargs, rule, span, run_id, delegation_id)
+            return Run(self, framework, agent, session, args, kwargs, rule, span, run_id, delegation_id, resumed)
         except Exception:  # noqa: BLE001
             _logger.debug("otel-agent-identity: could not start run tracking", exc_info=True)
             return None
@@ -107,10 +110,13 @@ class RunHandler:
 class Run:
     """One tracked run. ``enter()``/``exit()`` bracket every piece of the run's execution."""
 
-    __slots__ = ("_h", "_agent", "_session", "_rule", "_call", "_pre", "scope", "_finished", "span", "__weakref__")
+    __slots__ = ("_h", "_agent", "_session", "_rule", "_call", "_pre", "_resumed", "scope", "_finished", "span",
+                 "__weakref__")
 
-    def __init__(self, handler, framework, agent, session, args, kwargs, rule, span_spec, run_id, delegation_id):
+    def __init__(self, handler, framework, agent, session, args, kwargs, rule, span_spec, run_id, delegation_id,
+                 resumed=None):
         self._h = handler
+        self._resumed = resumed
         self._agent, self._session, self._rule = agent, session, rule
         self._call = RunCall(framework, args, kwargs)
         self._pre = handler.registry.extract(agent, session, self._call, rule)
@@ -156,6 +162,8 @@ class Run:
         first = conversation_attributes(self._pre, None)
         if self.scope.parent_execution_id:
             first[attrs.PARENT_EXECUTION_ID] = self.scope.parent_execution_id
+        if self._resumed is not None:
+            first[attrs.CONVERSATION_RESUMED] = self._resumed
         if first:
             span.set_attributes(first)
 

@@ -11,6 +11,10 @@ module's rule, the framework's durable ``AgentSession.session_id``. No session, 
 ``A2AAgent``'s conversation is the remote one (the A2A contextId, service-assigned on the first
 turn, learned from the response by the a2a-sdk adapter), so the local session id is never used.
 
+State continuity: an ``Agent`` run with a session records ``agent_identity.conversation.resumed``
+at its start (:func:`resumed_state`): whether it continues prior conversation state or starts from
+nothing, which the collector compares with what the caller asked to continue.
+
 An ``A2AAgent`` run is a delegation: its ``agent_identity.delegation.id`` is the one given with
 ``otel_agent_identity.delegation(key=...)``, else UUID5 of the ``message_id`` of the last input
 ``Message`` (A2AAgent sends it as the A2A ``Message.message_id``; re-running the same ``Message``
@@ -21,7 +25,7 @@ every run, so only the a2a-sdk adapter sees it (it refines the id at the send, a
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Mapping, Optional
 
 import inspect
 
@@ -45,6 +49,7 @@ _TARGETS = [
 _CHAT_TARGET = ("agent_framework", "BaseChatClient", "get_response")
 _wrapped: list[tuple[Any, str]] = []
 _observability: Any = None  # agent_framework.observability, imported at instrument()
+_history: tuple = ()  # (HistoryProvider, InMemoryHistoryProvider), imported at instrument()
 
 
 def session_rule(agent: Any, session: Any, call: Any) -> Optional[str]:
@@ -64,6 +69,33 @@ def session_rule(agent: Any, session: Any, call: Any) -> Optional[str]:
         return None
     sid = getattr(session, "session_id", None)
     return sid if isinstance(sid, str) else None
+
+
+def resumed_state(agent: Any, session: Any) -> Optional[bool]:
+    """Whether a run of ``agent`` on ``session`` (an ``AgentSession``, before the run) resumes
+    prior conversation state.
+
+    True when the session has a ``service_session_id`` (the service holds the history: a thread,
+    a response chain) or messages in its local history (``session.state[<source_id>]["messages"]``,
+    where ``InMemoryHistoryProvider`` keeps them). False when it has neither and every history
+    provider of the agent keeps its messages there (the default). None (not recorded) without a
+    session, or when a history provider stores elsewhere (a file, a database): we cannot tell.
+    """
+    if session is None:
+        return None
+    if getattr(session, "service_session_id", None):
+        return True
+    state = getattr(session, "state", None)
+    if isinstance(state, Mapping):
+        for value in state.values():
+            if isinstance(value, Mapping) and isinstance(value.get("messages"), list) and value["messages"]:
+                return True
+    if _history:
+        base, in_memory = _history
+        for provider in getattr(agent, "context_providers", None) or ():
+            if isinstance(provider, base) and not isinstance(provider, in_memory):
+                return None
+    return False
 
 
 def _framework_emits_span() -> bool:
@@ -98,9 +130,11 @@ def _run_wrapper(handler: RunHandler, kind: str):
                 spec = None
             else:
                 spec = _span_spec(instance, SpanKind.CLIENT if kind == "a2a" else SpanKind.INTERNAL)
+            session = kwargs.get("session")
             run = handler.start(
-                framework=NAME, agent=instance, session=kwargs.get("session"), args=args, kwargs=kwargs,
+                framework=NAME, agent=instance, session=session, args=args, kwargs=kwargs,
                 rule=None if kind == "a2a" else session_rule, span=spec, delegation_id=delegation_id,
+                resumed=resumed_state(instance, session) if kind == "agent" else None,
             )
         except Exception:  # noqa: BLE001 - never break the application
             run = None
@@ -152,8 +186,12 @@ def instrument(handler: RunHandler) -> None:
     """Wrap the run methods; a class missing from this framework version is skipped."""
     import importlib
 
-    global _observability
+    global _observability, _history
     _observability = importlib.import_module("agent_framework.observability")
+    framework = importlib.import_module("agent_framework")
+    _history = tuple(getattr(framework, n, None) for n in ("HistoryProvider", "InMemoryHistoryProvider"))
+    if None in _history:
+        _history = ()
     kinds = {"Agent": "agent", "A2AAgent": "a2a", "WorkflowAgent": "workflow"}
     for module_name, cls_name, method in _TARGETS:
         try:
