@@ -17,6 +17,7 @@ no arguments; then it answers with the tool's result (so runs have tool spans).
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import os
@@ -49,6 +50,8 @@ class RawOfflineChatClient(BaseChatClient):
         self.seen: list[int] = []  # messages the model had in context, per call
         self._threads: dict[str, int] = {}  # service-side history: conversation id -> messages held
         self.truth = truth if truth is not None else os.environ.get("OFFLINE_CHAT_TRUTH")
+        # seconds between streamed words (``OFFLINE_CHAT_STREAM_DELAY``): a slow stream to walk away from
+        self.stream_delay = float(os.environ.get("OFFLINE_CHAT_STREAM_DELAY") or 0)
 
     @property
     def STORES_BY_DEFAULT(self) -> bool:  # noqa: N802 - framework's name
@@ -111,6 +114,8 @@ class RawOfflineChatClient(BaseChatClient):
             for content in contents:
                 if content.type == "text":
                     for word in content.text.split(" "):
+                        if self.stream_delay:
+                            await asyncio.sleep(self.stream_delay)
                         yield ChatResponseUpdate(
                             role="assistant", contents=[Content.from_text(word + " ")], conversation_id=conversation_id
                         )
