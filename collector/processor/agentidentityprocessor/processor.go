@@ -54,9 +54,12 @@ func newIdentityProcessor(set processor.Settings, cfg *Config) (*identityProcess
 // state between calls and is safe for concurrent use.
 func (p *identityProcessor) processTraces(ctx context.Context, td ptrace.Traces) (ptrace.Traces, error) {
 	var t tally
-	for _, spans := range groupByTrace(td) {
-		p.processTrace(spans, &t)
+	sc := getScratch()
+	for _, spans := range groupByTrace(td, sc) {
+		p.processTrace(spans, sc, &t)
+		sc.reset()
 	}
+	sc.release()
 	p.ins.record(ctx, &t)
 	return td, nil
 }
@@ -82,8 +85,8 @@ type delegated struct {
 	start     pcommon.Timestamp
 }
 
-func (p *identityProcessor) processTrace(spans []spanRef, t *tally) {
-	tr := &trace{traceIndex: buildIndex(spans), ruleMemo: make([][]int32, len(p.rules))}
+func (p *identityProcessor) processTrace(spans []spanRef, sc *scratch, t *tally) {
+	tr := &trace{traceIndex: buildIndex(spans, sc), ruleMemo: make([][]int32, len(p.rules))}
 	for i := range spans {
 		c := int32(i)
 		par := tr.parent[c]
@@ -204,6 +207,7 @@ func (p *identityProcessor) checkHop(tr *trace, par, c int32, t *tally) {
 		result = resultContinued
 	}
 	attrs := callee.span.Attributes()
+	attrs.EnsureCapacity(attrs.Len() + 8) // one growth for every mark below
 	attrs.PutStr(attrHopResult, result)
 	attrs.PutStr(attrHopCallerService, caller.service)
 	if flagged, judged := verdict(result); judged {
@@ -218,7 +222,7 @@ func (p *identityProcessor) checkHop(tr *trace, par, c int32, t *tally) {
 	if answered != "" {
 		attrs.PutStr(attrHopCalleeConversationID, answered)
 	}
-	if agentConv != "" {
+	if agentConv != "" && agentConv != answered {
 		attrs.PutStr(attrHopCalleeAgentConvID, agentConv)
 	}
 	if resumedKnown {
@@ -300,7 +304,7 @@ func (p *identityProcessor) requests(s spanRef) bool {
 // service (or has no usable service.name). Reached spans only; one pass,
 // children before parents.
 func (tr *trace) foreignBelow() []bool {
-	foreign := make([]bool, len(tr.spans))
+	foreign := tr.sc.boolsN(len(tr.spans))
 	for k := len(tr.order) - 1; k >= 0; k-- {
 		i := tr.order[k]
 		p := tr.parent[i]
@@ -397,6 +401,7 @@ func (tr *trace) backfill() {
 			continue
 		}
 		if id := strAttr(tr.spans[par].span, attrConversationID); id != "" {
+			attrs.EnsureCapacity(attrs.Len() + 2)
 			attrs.PutStr(attrConversationID, id)
 			attrs.PutBool(attrConversationBackfilled, true)
 		}
