@@ -102,10 +102,11 @@ def otel_env(service: str, endpoint: Optional[str], **extra: str) -> dict[str, s
     return env
 
 
-def start_specialist(service: str, endpoint: Optional[str], shape: str = "session-local",
-                     truth: Optional[Path] = None, stream: bool = False, **extra: str):
+def start_specialist(service: str, endpoint: Optional[str], shape: str = "a2a-executor",
+                     truth: Optional[Path] = None, stream: bool = False, forgetful: bool = False, **extra: str):
     """Start ``specialist.py --shape shape`` under the launcher; returns ``(process, url)`` once it
     is ready. ``truth``: the file its model appends the messages it saw per request to.
+    ``forgetful=True`` (older callers) is ``shape="new-session"``.
 
     Its stdout is a pipe (the console exporter, when ``endpoint`` is None); its stderr goes to the
     file ``process.log_path`` (a pipe nobody reads could fill up and stall the server).
@@ -113,7 +114,7 @@ def start_specialist(service: str, endpoint: Optional[str], shape: str = "sessio
     port = free_port()
     log = tempfile.NamedTemporaryFile(prefix=f"{service}-", suffix=".log", delete=False)
     cmd = [str(LAUNCHER), sys.executable, str(EXAMPLES / "specialist.py"), "--port", str(port), "--name", service,
-           "--shape", shape]
+           "--shape", "new-session" if forgetful else shape]
     if truth is not None:
         cmd += ["--truth", str(truth)]
     if stream:
@@ -147,9 +148,10 @@ class SpecialistProcess:
     """``start_specialist`` with the console exporter, its stdout read in the background;
     ``spans()`` parses what it exported so far. ``env``: extra environment variables."""
 
-    def __init__(self, service: str, shape: str = "session-local", truth: Optional[Path] = None,
-                 stream: bool = False, **env: str) -> None:
-        self.proc, self.url = start_specialist(service, None, shape=shape, truth=truth, stream=stream, **env)
+    def __init__(self, service: str, shape: str = "a2a-executor", truth: Optional[Path] = None,
+                 stream: bool = False, forgetful: bool = False, **env: str) -> None:
+        self.proc, self.url = start_specialist(service, None, shape=shape, truth=truth, stream=stream,
+                                               forgetful=forgetful, **env)
         self._text: list[str] = []
         threading.Thread(target=lambda: self._text.extend(self.proc.stdout), daemon=True).start()
 

@@ -14,6 +14,8 @@ five shapes real A2A services take. No tracing code of its own: run it under the
   - ``plain``: a plain ``AgentExecutor`` (no agent framework) answering in the request's context,
     keeping the history of each context itself. Continues.
   - ``plain-new-context``: a plain executor answering every request in a new contextId. Forgets.
+  - ``new-session`` (not one of the five): ``A2AExecutor`` serving an agent that drops the session
+    id it is given, so even the agent's own conversation id is new on every request.
 
 Ground truth: every shape reports how many messages its model (the plain executors: the executor)
 had in context per request, as JSON lines ``{"trace_id", "messages", "conversation_id"}`` appended
@@ -49,7 +51,14 @@ from offline_chat import OfflineChatClient  # noqa: E402
 SHAPES = ("session-service", "session-local", "a2a-executor", "plain", "plain-new-context")
 #: what really happens on turns 2+ of one contextId, per shape
 CONTINUES = {"session-service": True, "session-local": True, "a2a-executor": False, "plain": True,
-             "plain-new-context": False}
+             "plain-new-context": False, "new-session": False}
+
+
+class ForgetfulAgent(Agent):
+    """Drops the session id it is given: every request becomes a new conversation."""
+
+    def create_session(self, *, session_id: str | None = None, **kwargs) -> AgentSession:
+        return super().create_session(**kwargs)
 
 
 def _truth(path: str | None, messages: int, conversation_id: str | None) -> None:
@@ -103,13 +112,14 @@ def build_executor(shape: str, name: str, truth: str | None, stream: bool = Fals
     if shape.startswith("plain"):
         return PlainExecutor(truth, new_context=shape == "plain-new-context")
     mode = "service" if shape == "session-service" else "local"
-    agent = Agent(client=OfflineChatClient(mode=mode, prefix=name, truth=truth or ""), name=name)
-    if shape == "a2a-executor":
+    agent_cls = ForgetfulAgent if shape == "new-session" else Agent
+    agent = agent_cls(client=OfflineChatClient(mode=mode, prefix=name, truth=truth or ""), name=name)
+    if shape in ("a2a-executor", "new-session"):
         return A2AExecutor(agent, stream=stream)
     return SessionExecutor(agent)
 
 
-def build_app(url: str, name: str, shape: str = "session-local", truth: str | None = None,
+def build_app(url: str, name: str, shape: str = "a2a-executor", truth: str | None = None,
               stream: bool = False) -> Starlette:
     """The Starlette app of one specialist (``url``: its public JSON-RPC URL)."""
     card = AgentCard(
@@ -132,7 +142,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--name", default="specialist")
-    parser.add_argument("--shape", choices=SHAPES, default="session-local")
+    parser.add_argument("--shape", choices=list(CONTINUES), default="a2a-executor")
     parser.add_argument("--truth", default=os.environ.get("OFFLINE_CHAT_TRUTH"),
                         help="append the messages seen per request to this file")
     parser.add_argument("--stream", action="store_true", help="a2a-executor: run the agent streaming")
