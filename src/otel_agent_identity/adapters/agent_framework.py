@@ -90,12 +90,24 @@ def resumed_state(agent: Any, session: Any) -> Optional[bool]:
         for value in state.values():
             if isinstance(value, Mapping) and isinstance(value.get("messages"), list) and value["messages"]:
                 return True
+    if not _history:
+        _load_history_types()
     if _history:
         base, in_memory = _history
         for provider in getattr(agent, "context_providers", None) or ():
             if isinstance(provider, base) and not isinstance(provider, in_memory):
                 return None
     return False
+
+
+def _load_history_types() -> None:
+    global _history
+    try:
+        import agent_framework
+
+        _history = (agent_framework.HistoryProvider, agent_framework.InMemoryHistoryProvider)
+    except (ImportError, AttributeError):  # another framework version: providers not checked
+        _history = ()
 
 
 def _framework_emits_span() -> bool:
@@ -186,12 +198,9 @@ def instrument(handler: RunHandler) -> None:
     """Wrap the run methods; a class missing from this framework version is skipped."""
     import importlib
 
-    global _observability, _history
+    global _observability
     _observability = importlib.import_module("agent_framework.observability")
-    framework = importlib.import_module("agent_framework")
-    _history = tuple(getattr(framework, n, None) for n in ("HistoryProvider", "InMemoryHistoryProvider"))
-    if None in _history:
-        _history = ()
+    _load_history_types()
     kinds = {"Agent": "agent", "A2AAgent": "a2a", "WorkflowAgent": "workflow"}
     for module_name, cls_name, method in _TARGETS:
         try:
