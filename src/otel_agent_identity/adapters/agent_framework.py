@@ -25,7 +25,7 @@ every run, so only the a2a-sdk adapter sees it (it refines the id at the send, a
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional
+from typing import Any, Optional
 
 import inspect
 
@@ -86,9 +86,9 @@ def resumed_state(agent: Any, session: Any) -> Optional[bool]:
     if getattr(session, "service_session_id", None):
         return True
     state = getattr(session, "state", None)
-    if isinstance(state, Mapping):
+    if isinstance(state, dict):  # AgentSession.state and each provider's entry are plain dicts
         for value in state.values():
-            if isinstance(value, Mapping) and isinstance(value.get("messages"), list) and value["messages"]:
+            if type(value) is dict and value.get("messages"):
                 return True
     if not _history:
         _load_history_types()
