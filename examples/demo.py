@@ -25,6 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import a2a_harness as h  # noqa: E402
+import zipkin_backend as zb  # noqa: E402
 
 CORRECT, FORGETFUL = "specialist", "forgetful-specialist"
 
@@ -112,8 +113,9 @@ def main() -> int:
         return 2
     work = Path(tempfile.mkdtemp(prefix="agent-identity-demo-"))
     procs = []
-    collector = None
+    collector = zipkin = None
     try:
+        zipkin = zb.start_for_demo(work)  # before the collector: it exports to Zipkin too
         collector = h.start_collector(args.collector, work)
         print(f"collector: OTLP/HTTP {collector.endpoint}, spans -> {collector.spans_file}")
         specialists: list[tuple[str, str]] = []
@@ -134,6 +136,7 @@ def main() -> int:
         for what, want in expected.items():
             if counts[what] != want:
                 problems.append(f"metric {what}: {counts[what]:g}, expected {want}")
+        zb.show_links(zipkin, records, spans)  # one link per conversation, one to the flagged hops; waits for Enter
     except Exception as exc:  # noqa: BLE001 - report and exit 2
         print(f"demo could not run: {exc}", file=sys.stderr)
         return 2
@@ -142,6 +145,8 @@ def main() -> int:
             h.stop(proc)
         if collector is not None:
             collector.stop()
+        if zipkin is not None:
+            zipkin.stop()
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
     if problems:
