@@ -16,7 +16,7 @@ import sys
 
 import pytest
 
-CORRECT, FORGETFUL = "specialist", "forgetful-specialist"  # the stack's specialists (conftest.py)
+from backend_support import CORRECT, FORGETFUL
 pytestmark = [pytest.mark.e2e, pytest.mark.collector]
 
 TRACE_LINK = re.compile(r'href="/zipkin/traces/([0-9a-f]{32})"')

@@ -1,0 +1,48 @@
+"""The backend overlays of collector-config/backends/ load in the real collector merged over the
+single-node config, and keep every processor and exporter of its traces pipeline, in order (an
+overlay's list replaces the base list, so a stale overlay would silently drop a component)."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+import yaml
+
+import a2a_harness as h
+from backend_support import COLLECTOR, collector_missing
+
+pytestmark = [pytest.mark.collector, pytest.mark.skipif(bool(collector_missing()), reason=collector_missing() or "-")]
+
+OVERLAYS = sorted((h.ROOT / "collector-config" / "backends").glob("*.yaml"))
+
+
+def _merged(*configs) -> dict:
+    cmd = [COLLECTOR, "print-config", *[arg for c in configs for arg in ("--config", str(c))]]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    return yaml.safe_load(out.stdout)["service"]["pipelines"]["traces"]
+
+
+def test_there_are_overlays():
+    assert {p.name for p in OVERLAYS} >= {"otlp-backend.yaml", "sessions.yaml"}
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS, ids=lambda p: p.name)
+def test_overlay_validates_over_single_node(overlay):
+    out = subprocess.run([COLLECTOR, "validate", "--config", str(h.COLLECTOR_CONFIG), "--config", str(overlay)],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS, ids=lambda p: p.name)
+def test_overlay_keeps_the_single_node_pipeline(overlay):
+    base, merged = _merged(h.COLLECTOR_CONFIG), _merged(h.COLLECTOR_CONFIG, overlay)
+    for key in ("receivers", "processors", "exporters"):
+        kept = [c for c in merged[key] if c in base[key]]
+        assert kept == base[key], (key, merged[key])
+
+
+def test_all_overlays_combine():
+    pipeline = _merged(h.COLLECTOR_CONFIG, *OVERLAYS)
+    assert "transform/sessions" in pipeline["processors"] and "otlp_grpc/backend" in pipeline["exporters"]
