@@ -35,6 +35,7 @@ ZIPKIN_JAR = Path(os.environ.get(
     "ZIPKIN_JAR", h.ROOT / ".cache" / "zipkin" / f"zipkin-server-{ZIPKIN_VERSION}-exec.jar"))
 CONVERSATION_KEY = "gen_ai.conversation.id"
 FLAGGED_QUERY = "agent_identity.hop.mismatch=true"
+DUPLICATES_QUERY = "agent_identity.delegation.duplicate=true"
 
 
 def missing() -> str:
@@ -75,6 +76,10 @@ class Zipkin:
     def flagged_link(self, end_ms: Optional[int] = None, lookback: str = "1h") -> str:
         """The UI search of every trace with a flagged hop (``agent_identity.hop.mismatch=true``)."""
         return self._link({"annotationQuery": FLAGGED_QUERY}, end_ms, lookback)
+
+    def duplicates_link(self, end_ms: Optional[int] = None, lookback: str = "1h") -> str:
+        """The UI search of every trace with a duplicate execution (``agent_identity.delegation.duplicate=true``)."""
+        return self._link({"annotationQuery": DUPLICATES_QUERY}, end_ms, lookback)
 
     def _link(self, criteria: dict[str, str], end_ms: Optional[int], lookback: str) -> str:
         end = end_ms if end_ms is not None else int(time.time() * 1000) + 60_000
@@ -170,6 +175,7 @@ def show(zipkin: Zipkin, conversations: dict[str, str]) -> None:
     for conversation_id, label in conversations.items():
         print(f"  conversation {conversation_id} ({label}): {zipkin.conversation_link(conversation_id)}")
     print(f"  flagged hops: {zipkin.flagged_link()}")
+    print(f"  duplicate executions: {zipkin.duplicates_link()}")
     print(f"  from the terminal: python -m otel_agent_identity.report --zipkin {zipkin.url} --since 1h")
 
 

@@ -4,6 +4,7 @@ overlay's list replaces the base list, so a stale overlay would silently drop a 
 
 from __future__ import annotations
 
+import re
 import subprocess
 
 import pytest
@@ -46,3 +47,13 @@ def test_overlay_keeps_the_single_node_pipeline(overlay):
 def test_all_overlays_combine():
     pipeline = _merged(h.COLLECTOR_CONFIG, *OVERLAYS)
     assert "transform/sessions" in pipeline["processors"] and "otlp_grpc/backend" in pipeline["exporters"]
+
+
+def _content(text: str) -> list[str]:
+    return [line.rstrip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+
+
+def test_the_docs_show_the_overlays_as_they_are():
+    blocks = re.findall(r"```yaml\n(.*?)```", (h.ROOT / "docs" / "backends.md").read_text(), re.S)
+    files = {p.name: _content(p.read_text()) for p in OVERLAYS}
+    assert blocks and all(_content(b) in files.values() for b in blocks), "docs/backends.md and collector-config/backends/ differ"

@@ -105,3 +105,9 @@ def test_conversation_link_shows_exactly_its_traces_in_a_browser(stack, chromium
 def test_flagged_link_shows_exactly_the_forgetful_hops_in_a_browser(stack, chromium, tmp_path):
     assert _browse(stack, chromium, tmp_path, stack.zipkin.flagged_link(), "zipkin-flagged-hops.png") \
         == stack.traces_of(FORGETFUL)
+
+
+def test_duplicates_link_shows_exactly_the_retried_turn_in_a_browser(stack, chromium, tmp_path):
+    retried = {r["trace_id"] for r in stack.records if r["attempt"] > 1}
+    assert len(retried) == 1
+    assert _browse(stack, chromium, tmp_path, stack.zipkin.duplicates_link(), "duplicates.png") == retried
