@@ -176,7 +176,8 @@ def show(zipkin: Zipkin, conversations: dict[str, str]) -> None:
         print(f"  conversation {conversation_id} ({label}): {zipkin.conversation_link(conversation_id)}")
     print(f"  flagged hops: {zipkin.flagged_link()}")
     print(f"  duplicate executions: {zipkin.duplicates_link()}")
-    print(f"  from the terminal: python -m otel_agent_identity.report --zipkin {zipkin.url} --since 1h")
+    python = os.path.relpath(sys.executable) if sys.executable.startswith(os.getcwd()) else "python"
+    print(f"  from the terminal: {python} -m otel_agent_identity.report --zipkin {zipkin.url} --since 1h")
 
 
 def keep_open(zipkin: Zipkin) -> None:
