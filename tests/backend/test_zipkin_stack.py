@@ -87,7 +87,8 @@ def test_sessions_overlay_copies_the_conversation_id_into_session_id(stack):
 def _browse(stack, chromium, tmp_path, link: str, shot: str) -> set[str]:
     dom = chromium(link, "--dump-dom").stdout
     png = tmp_path / shot
-    chromium(link, f"--screenshot={png}", "--window-size=1400,760", "--hide-scrollbars")
+    chromium(link, f"--screenshot={png}", "--window-size=1400,{}".format(900 if "trace." in shot else 420),
+             "--hide-scrollbars")
     assert png.stat().st_size > 20_000  # a rendered page, not a blank one
     keep = os.environ.get("AGENT_IDENTITY_SCREENSHOTS")
     if keep and shot.startswith("zipkin-"):
@@ -105,6 +106,14 @@ def test_conversation_link_shows_exactly_its_traces_in_a_browser(stack, chromium
 def test_flagged_link_shows_exactly_the_forgetful_hops_in_a_browser(stack, chromium, tmp_path):
     assert _browse(stack, chromium, tmp_path, stack.zipkin.flagged_link(), "zipkin-flagged-hops.png") \
         == stack.traces_of(FORGETFUL)
+
+
+def test_a_flagged_trace_opens_with_both_services_in_a_browser(stack, chromium, tmp_path):
+    trace_id = sorted(stack.traces_of(FORGETFUL))[0]
+    link = f"{stack.zipkin.url}/zipkin/traces/{trace_id}"
+    _browse(stack, chromium, tmp_path, link, "zipkin-flagged-trace.png")
+    text = re.sub(r"<[^>]+>", " ", chromium(link, "--dump-dom").stdout)
+    assert trace_id in text and f"{FORGETFUL}: invoke_agent {FORGETFUL}" in text and "orchestrator: invoke_agent" in text
 
 
 def test_duplicates_link_shows_exactly_the_retried_turn_in_a_browser(stack, chromium, tmp_path):
