@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import http.server
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -79,3 +80,9 @@ def test_no_conversations_exits_0(server, capsys):
 def test_unreachable_zipkin_exits_2(capsys):
     assert report.main(["--zipkin", "http://127.0.0.1:9"]) == 2
     assert "cannot read http://127.0.0.1:9" in capsys.readouterr().err
+
+
+def test_the_names_the_report_reads_are_rows_of_the_attribute_table():
+    table = (Path(__file__).resolve().parents[2] / "docs" / "attributes.md").read_text()
+    names = [v for k, v in vars(report).items() if k.isupper() and isinstance(v, str) and v.startswith("agent_identity.")]
+    assert names and all(f"| `{name}` |" in table for name in names)
