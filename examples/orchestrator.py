@@ -59,8 +59,9 @@ def _record(message_id: str, attempt: int) -> None:
 
 async def converse(url: str, name: str, turns: int, retry_turn: int) -> None:
     """One orchestrator conversation of ``turns`` turns delegating to the specialist at ``url``."""
-    orchestrator = Agent(client=OfflineChatClient(mode="service", prefix=f"orchestrator_{name}"), name="orchestrator",
-                         tools=[get_weather])
+    # one id namespace per conversation: two conversations of one process never share an id
+    client = OfflineChatClient(mode="service", prefix=f"orchestrator_{name}")
+    orchestrator = Agent(client=client, name="orchestrator", tools=[get_weather])
     specialist = A2AAgent(name=name, url=url)
     session = orchestrator.create_session()
     _state.update(specialist=specialist, session=specialist.create_session(), conversation=name)

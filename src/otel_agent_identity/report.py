@@ -125,7 +125,8 @@ def conversations(traces: list[list[dict]]) -> list[Conversation]:
         tagged = sorted((s for s in spans if _tags(s).get(GEN_AI_CONVERSATION_ID)), key=lambda s: s.get("timestamp", 0))
         if not tagged:
             continue
-        conv = by_id.setdefault(_tags(tagged[0])[GEN_AI_CONVERSATION_ID], Conversation(_tags(tagged[0])[GEN_AI_CONVERSATION_ID]))
+        conversation_id = _tags(tagged[0])[GEN_AI_CONVERSATION_ID]
+        conv = by_id.setdefault(conversation_id, Conversation(conversation_id))
         conv.trace_ids.append(str(spans[0].get("traceId", "")))
         conv.services = sorted(set(conv.services) | {_service(s) for s in spans if _service(s)})
         times = [int(s.get("timestamp", 0)) for s in spans if s.get("timestamp")]

@@ -56,7 +56,8 @@ def _content(text: str) -> list[str]:
 def test_the_docs_show_the_overlays_as_they_are():
     blocks = re.findall(r"```yaml\n(.*?)```", (h.ROOT / "docs" / "backends.md").read_text(), re.S)
     files = {p.name: _content(p.read_text()) for p in OVERLAYS}
-    assert blocks and all(_content(b) in files.values() for b in blocks), "docs/backends.md and collector-config/backends/ differ"
+    assert blocks and all(_content(b) in files.values() for b in blocks), \
+        "docs/backends.md and collector-config/backends/ differ"
 
 
 def test_the_readme_builder_snippet_uses_the_modules_this_distribution_is_built_from():

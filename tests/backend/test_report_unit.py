@@ -84,5 +84,6 @@ def test_unreachable_zipkin_exits_2(capsys):
 
 def test_the_names_the_report_reads_are_rows_of_the_attribute_table():
     table = (Path(__file__).resolve().parents[2] / "docs" / "attributes.md").read_text()
-    names = [v for k, v in vars(report).items() if k.isupper() and isinstance(v, str) and v.startswith("agent_identity.")]
+    names = [v for k, v in vars(report).items()
+             if k.isupper() and isinstance(v, str) and v.startswith("agent_identity.")]
     assert names and all(f"| `{name}` |" in table for name in names)
