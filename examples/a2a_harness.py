@@ -63,8 +63,10 @@ class Collector:
         stop(self.proc)
 
 
-def start_collector(binary: str | Path, workdir: Path, groupbytrace_wait: str = "3s") -> Collector:
-    """Start the collector; its spans go to ``workdir/spans.jsonl``. Raises RuntimeError if it fails."""
+def start_collector(binary: str | Path, workdir: Path, groupbytrace_wait: str = "3s",
+                    overlays: tuple[Path, ...] = ()) -> Collector:
+    """Start the collector; its spans go to ``workdir/spans.jsonl``. ``overlays``: config files
+    merged over the single-node config, in order. Raises RuntimeError if it fails."""
     otlp_http, otlp_grpc, metrics = free_port(), free_port(), free_port()
     spans_file, log = workdir / "spans.jsonl", workdir / "collector.log"
     env = dict(
@@ -73,7 +75,8 @@ def start_collector(binary: str | Path, workdir: Path, groupbytrace_wait: str = 
         AGENT_IDENTITY_SPANS_FILE=str(spans_file), GROUPBYTRACE_WAIT=groupbytrace_wait, COLLECTOR_LOG_LEVEL="warn",
     )
     with open(log, "wb") as out:
-        proc = subprocess.Popen([str(binary), "--config", str(COLLECTOR_CONFIG)], env=env, stdout=out,
+        configs = [arg for path in (COLLECTOR_CONFIG, *overlays) for arg in ("--config", str(path))]
+        proc = subprocess.Popen([str(binary), *configs], env=env, stdout=out,
                                 stderr=subprocess.STDOUT)
     collector = Collector(proc, otlp_http, metrics, spans_file, log)
     try:

@@ -31,6 +31,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import a2a_harness as h  # noqa: E402
+import zipkin_backend as zb  # noqa: E402
 
 #: (shape, what it is), in the order the demo talks to them; the first gets the retried turn
 SPECIALISTS = (
@@ -139,8 +140,10 @@ def main() -> int:
         return 2
     work = Path(tempfile.mkdtemp(prefix="agent-identity-demo-"))
     truth_file = work / "truth.jsonl"
-    procs, collector = [], None
+    procs = []
+    collector = zipkin = None
     try:
+        zipkin = zb.start_for_demo(work)  # before the collector: it exports to Zipkin too
         collector = h.start_collector(args.collector, work)
         print(f"collector: OTLP/HTTP {collector.endpoint}, spans -> {collector.spans_file}")
         urls = {}
@@ -158,6 +161,7 @@ def main() -> int:
         problems = report(via_agent, spans, truth, "A2AAgent") + report(direct, spans, truth, "a2a-sdk client")
         problems += check_duplicates(records, spans)
         problems += metrics(collector.metrics_port, records, truth)
+        zb.show_links(zipkin, records, spans)  # one link per conversation, one to the flagged hops; waits for Enter
     except Exception as exc:  # noqa: BLE001 - report and exit 2
         print(f"demo could not run: {exc}", file=sys.stderr)
         return 2
@@ -166,6 +170,8 @@ def main() -> int:
             h.stop(proc)
         if collector is not None:
             collector.stop()
+        if zipkin is not None:
+            zipkin.stop()
         if args.keep:
             print(f"\nwork directory kept: {work}")
         else:

@@ -94,8 +94,9 @@ def _record(message_id: str, attempt: int, requested, answered, error) -> None:
 
 async def converse(url: str, name: str, turns: int, retry_turn: int, direct: bool = False) -> None:
     """One orchestrator conversation of ``turns`` turns delegating to the specialist at ``url``."""
-    orchestrator = Agent(client=OfflineChatClient(mode="service", prefix="orchestrator", truth=""),
-                         name="orchestrator", tools=[get_weather])
+    # one id namespace per conversation: two conversations of one process never share an id
+    client = OfflineChatClient(mode="service", prefix=f"orchestrator_{name}", truth="")
+    orchestrator = Agent(client=client, name="orchestrator", tools=[get_weather])
     session = orchestrator.create_session()
     _state.clear()
     _state.update(conversation=name, direct=direct)
