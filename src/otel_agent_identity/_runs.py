@@ -39,6 +39,9 @@ class SpanSpec:
     name: str
     kind: SpanKind = SpanKind.INTERNAL
     attributes: dict[str, Any] = field(default_factory=dict)
+    #: exception types that end the run as control flow, not as its failure (e.g. LangGraph's
+    #: ``GraphBubbleUp``: an interrupt or a ``Command`` to the parent graph); the span stays OK
+    not_failures: tuple = ()
 
 
 class RunHandler:
@@ -107,7 +110,8 @@ class RunHandler:
 class Run:
     """One tracked run. ``enter()``/``exit()`` bracket every piece of the run's execution."""
 
-    __slots__ = ("_h", "_agent", "_session", "_rule", "_call", "_pre", "scope", "_finished", "span", "__weakref__")
+    __slots__ = ("_h", "_agent", "_session", "_rule", "_call", "_pre", "scope", "_finished", "span", "_not_failures",
+                 "__weakref__")
 
     def __init__(self, handler, framework, agent, session, args, kwargs, rule, span_spec, run_id, delegation_id):
         self._h = handler
@@ -124,6 +128,7 @@ class Run:
         )
         self._finished = False
         self.span: Optional[trace.Span] = None
+        self._not_failures = _NOT_FAILURES + tuple(span_spec.not_failures) if span_spec else _NOT_FAILURES
         if span_spec is None:
             self.scope.claim_agent_span = self._claim
         else:
@@ -188,7 +193,7 @@ class Run:
             if self.span is None:
                 return
             self._finish_span(self.span, result)
-            if error is not None and not isinstance(error, _NOT_FAILURES):
+            if error is not None and not isinstance(error, self._not_failures):
                 self.span.set_status(Status(StatusCode.ERROR, str(error)))
                 self.span.set_attribute(ERROR_TYPE, type(error).__qualname__)
             self.span.end()
