@@ -57,7 +57,7 @@ class OfflineToolModel(BaseChatModel):
 @tool
 def get_weather(city: str) -> str:
     """Return the weather for a city."""
-    with _tracer.start_as_current_span("execute_tool get_weather"):
+    with _tracer.start_as_current_span("execute_tool get_weather", attributes={"offline.city": city}):
         return f"sunny in {city}"
 
 
