@@ -1,5 +1,6 @@
-"""Offline LangGraph parts for the tests: a deterministic chat model that calls a tool and reports
-how many messages it saw (the ground truth of conversation continuity), a tool, and graph builders.
+"""Offline LangGraph parts for the tests: the deterministic chat model of
+``examples/offline_langchain.py`` (it calls a tool, then reports how many messages it saw: the
+ground truth of conversation continuity), a tool, and graph builders.
 
 The model makes a ``chat offline`` span and the tool an ``execute_tool get_weather`` span, as an
 instrumented model client and tool would, so the tests can see which ids spans inside a run carry.
@@ -7,51 +8,20 @@ instrumented model client and tool would, so the tests can see which ids spans i
 
 from __future__ import annotations
 
-import itertools
 import warnings
-from typing import Any, Optional, TypedDict
+from typing import Any, TypedDict
 
-from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
-from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
+from offline_langchain import OfflineToolModel
 from opentelemetry import trace
 
 CONV = "gen_ai.conversation.id"
 EXEC = "agent_identity.execution.id"
 PARENT = "agent_identity.parent.execution.id"
 _tracer = trace.get_tracer("lg-tests")
-_calls = itertools.count(1)
-
-
-class OfflineToolModel(BaseChatModel):
-    """Calls the first bound tool when the last message is the user's, else answers
-    ``"seen=<n> weather=<tool result>"`` where n is the number of messages it was given."""
-
-    @property
-    def _llm_type(self) -> str:
-        return "offline"
-
-    def bind_tools(self, tools: Any, **kwargs: Any):
-        return self.bind(tools=[convert_to_openai_tool(t) for t in tools], **kwargs)
-
-    def _generate(self, messages: list[BaseMessage], stop: Optional[list[str]] = None,
-                  run_manager: Any = None, **kwargs: Any) -> ChatResult:
-        with _tracer.start_as_current_span("chat offline") as span:
-            span.set_attribute("offline.seen", len(messages))
-            tools = kwargs.get("tools") or []
-            last = messages[-1]
-            if tools and isinstance(last, HumanMessage):
-                name = tools[0]["function"]["name"]
-                message = AIMessage(content="", tool_calls=[
-                    {"name": name, "args": {"city": str(last.content)}, "id": f"call_{next(_calls)}"}])
-            else:
-                result = last.content if isinstance(last, ToolMessage) else "-"
-                message = AIMessage(content=f"seen={len(messages)} weather={result}")
-        return ChatResult(generations=[ChatGeneration(message=message)])
 
 
 @tool
