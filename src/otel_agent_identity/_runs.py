@@ -221,13 +221,19 @@ class Run:
         if inspect.iscoroutine(result):
             return self._await(result)
         if inspect.isasyncgen(result):
-            return scoped_async_generator(result, self)
+            return self._finish_if_dropped(scoped_async_generator(result, self))
         if inspect.isgenerator(result):
-            return scoped_generator(result, self)
+            return self._finish_if_dropped(scoped_generator(result, self))
         if hasattr(result, "__aiter__"):
             return ScopedStream(result, self)
         self.finish(result=result)
         return result
+
+    def _finish_if_dropped(self, gen):
+        """A generator dropped before its first step never runs its ``finally``: end the run when
+        it is collected (a no-op for one that ran: it finished the run itself)."""
+        weakref.finalize(gen, self.finish)
+        return gen
 
     def finish_when_done(self, future) -> None:
         """Task-based runs (a background task, a run loop task): end the run when ``future``

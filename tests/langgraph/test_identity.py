@@ -136,3 +136,21 @@ def test_unsupported_version_is_skipped_with_one_warning(tracer_provider, export
         assert exporter.get_finished_spans() == ()
     finally:
         inst.uninstrument()
+
+
+def test_frameworks_option_selects_langgraph(tracer_provider, exporter):
+    from agent_framework import Agent
+
+    inst = AgentIdentityInstrumentor()
+    inst.instrument(tracer_provider=tracer_provider, frameworks="langgraph")
+    try:
+        assert hasattr(Pregel.stream, "__wrapped__") and not hasattr(Agent.run, "__wrapped__")
+    finally:
+        inst.uninstrument()
+    inst.instrument(tracer_provider=tracer_provider, frameworks="agent_framework")
+    try:
+        assert not hasattr(Pregel.stream, "__wrapped__")
+        counter_graph("g").invoke({"x": 0})
+        assert exporter.get_finished_spans() == ()
+    finally:
+        inst.uninstrument()

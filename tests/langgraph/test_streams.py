@@ -197,3 +197,15 @@ async def test_astream_error_in_a_node(instrumentor, exporter):
     (span,) = exporter.get_finished_spans()
     assert span.status.status_code == StatusCode.ERROR and span.attributes["error.type"] == "RuntimeError"
     _nothing_leaks()
+
+
+async def test_stream_created_but_never_iterated_ends_its_span(instrumentor, exporter):
+    from lg_support import counter_graph
+
+    graph = counter_graph("g")
+    for stream in (graph.stream({"x": 0}), graph.astream({"x": 0})):
+        del stream
+        gc.collect()
+    spans = exporter.get_finished_spans()
+    assert len(spans) == 2 and all(s.status.status_code == StatusCode.UNSET for s in spans)
+    _nothing_leaks()
