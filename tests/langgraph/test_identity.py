@@ -154,3 +154,27 @@ def test_frameworks_option_selects_langgraph(tracer_provider, exporter):
         assert exporter.get_finished_spans() == ()
     finally:
         inst.uninstrument()
+
+
+def test_with_config_binding_gives_the_thread(instrumentor, exporter):
+    counter_graph("g").with_config(configurable={"thread_id": "bound"}).invoke({"x": 0})
+    (span,) = exporter.get_finished_spans()
+    assert span.attributes[CONV] == "bound"
+
+
+async def test_cancelled_run_ends_its_span_without_error(instrumentor, exporter):
+    import asyncio
+
+    started = asyncio.Event()
+
+    async def wait_forever(state):
+        started.set()
+        await asyncio.Event().wait()
+
+    task = asyncio.create_task(counter_graph("g", wait_forever).ainvoke({"x": 0}, {"configurable": {"thread_id": "t"}}))
+    await started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    (span,) = exporter.get_finished_spans()
+    assert span.status.status_code == StatusCode.UNSET and "error.type" not in span.attributes

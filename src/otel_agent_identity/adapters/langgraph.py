@@ -11,14 +11,18 @@ emits no OTel spans, so we create ``invoke_agent {graph.name}`` (INTERNAL). ``Re
 Ids come from the run's **effective** config, the one ``Pregel.stream`` itself computes
 (``langgraph._internal._config.ensure_config(graph.config, config)``): a graph invoked in a node
 without a config inherits its parent's config through langchain-core's contextvar
-``var_child_runnable_config``; one given its own ``thread_id`` drops the inherited one.
+``var_child_runnable_config``; one given its own ``thread_id`` drops the inherited one. It is
+computed when ``stream()``/``astream()`` is called (LangGraph computes it again at the first step;
+the two differ only for a stream created in one node's context and first iterated in another's).
 
 - Conversation id, in order: a registered override for the graph's type; then this module's rule,
   ``config["configurable"]["thread_id"]`` (a str; an int or ``uuid.UUID`` as ``str()``). LangGraph
   never generates a thread id: none given, no conversation id. Extractors receive the graph as
   ``agent`` and the effective config (a ``RunnableConfig`` dict) as ``session``.
-- Execution id: ``config["run_id"]`` (a str or ``uuid.UUID``; ``astream_events`` injects a UUID)
-  as ``str()``, else generated. LangGraph does not pass ``run_id`` on to nested graphs.
+- Execution id: ``config["run_id"]`` of the config argument (a str or ``uuid.UUID``;
+  ``astream_events`` injects a UUID; ``batch`` passes each run its own config) as ``str()``, else
+  generated. Not one bound with ``Pregel.with_config(run_id=...)``, which every run of that graph
+  would share. LangGraph does not pass ``run_id`` on to nested graphs.
 - Nested graphs (a subgraph node, a graph invoked in a node with or without its own config) run
   while the parent's scope is current, so their span records the parent's execution id.
 
@@ -111,9 +115,10 @@ def _stream_wrapper(handler: RunHandler):
         try:
             config = args[1] if len(args) > 1 else kwargs.get("config")
             effective = _ensure_config(instance.config, config)
+            run_id = _run_id(config, handler.registry.accepts) if isinstance(config, dict) else None
             run = handler.start(
                 framework=NAME, agent=instance, session=effective, args=args, kwargs=kwargs,
-                rule=thread_rule, span=_span_spec(instance), run_id=_run_id(effective, handler.registry.accepts),
+                rule=thread_rule, span=_span_spec(instance), run_id=run_id,
             )
         except Exception:  # noqa: BLE001 - never break the application
             _logger.debug("otel-agent-identity: langgraph run not tracked", exc_info=True)
