@@ -178,3 +178,10 @@ async def test_cancelled_run_ends_its_span_without_error(instrumentor, exporter)
         await task
     (span,) = exporter.get_finished_spans()
     assert span.status.status_code == StatusCode.UNSET and "error.type" not in span.attributes
+
+
+def test_run_id_bound_on_the_graph_is_not_shared_by_its_runs(instrumentor, exporter):
+    graph = counter_graph("g").with_config(run_id="bound-run")
+    graph.invoke({"x": 0})
+    graph.invoke({"x": 0})
+    assert len({s.attributes[EXEC] for s in exporter.get_finished_spans()}) == 2
