@@ -185,3 +185,29 @@ def test_run_id_bound_on_the_graph_is_not_shared_by_its_runs(instrumentor, expor
     graph.invoke({"x": 0})
     graph.invoke({"x": 0})
     assert len({s.attributes[EXEC] for s in exporter.get_finished_spans()}) == 2
+
+
+def test_functional_api_entrypoint_and_tasks(instrumentor, exporter):
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.func import entrypoint, task
+    from opentelemetry import trace
+
+    tracer = trace.get_tracer("lg-tests")
+
+    @task
+    def double(x: int) -> int:
+        with tracer.start_as_current_span("work double"):
+            return 2 * x
+
+    @entrypoint(checkpointer=InMemorySaver())
+    def workflow(xs: list[int]) -> list[int]:
+        return [f.result() for f in [double(x) for x in xs]]
+
+    assert workflow.invoke([1, 2, 3], {"configurable": {"thread_id": "conv-func"}}) == [2, 4, 6]
+    spans = exporter.get_finished_spans()
+    (run,) = agent_spans(spans)
+    assert run.name == "invoke_agent LangGraph"  # an entrypoint graph keeps Pregel's default name
+    assert run.attributes[CONV] == "conv-func"
+    works = [s for s in spans if s.name == "work double"]
+    assert len(works) == 3 and all(w in in_run(spans, run) for w in works)
+    assert {(w.attributes[CONV], w.attributes[EXEC]) for w in works} == {("conv-func", run.attributes[EXEC])}
