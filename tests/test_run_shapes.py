@@ -206,3 +206,17 @@ async def test_finish_when_done_records_the_task_error(handler, exporter):
         await task
     await asyncio.sleep(0)
     assert _agent_span(exporter).attributes["error.type"] == "RuntimeError"
+
+
+@pytest.mark.parametrize("shape", ["generator", "async generator"])
+def test_stream_dropped_before_its_first_step_ends_the_run(handler, exporter, shape):
+    def gen():
+        yield 1
+
+    async def agen():
+        yield 1
+
+    _, result = _run(handler, gen if shape == "generator" else agen)
+    del result
+    gc.collect()
+    assert _agent_span(exporter).status.is_unset

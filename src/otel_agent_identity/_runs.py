@@ -39,6 +39,9 @@ class SpanSpec:
     name: str
     kind: SpanKind = SpanKind.INTERNAL
     attributes: dict[str, Any] = field(default_factory=dict)
+    #: exception types that end the run as control flow, not as its failure (e.g. LangGraph's
+    #: ``GraphBubbleUp``: an interrupt or a ``Command`` to the parent graph); the span stays OK
+    not_failures: tuple = ()
 
 
 class RunHandler:
@@ -111,6 +114,7 @@ class Run:
     """One tracked run. ``enter()``/``exit()`` bracket every piece of the run's execution."""
 
     __slots__ = ("_h", "_agent", "_session", "_rule", "_call", "_pre", "_resumed", "scope", "_finished", "span",
+                 "_not_failures",
                  "__weakref__")
 
     def __init__(self, handler, framework, agent, session, args, kwargs, rule, span_spec, run_id, delegation_id,
@@ -130,6 +134,7 @@ class Run:
         )
         self._finished = False
         self.span: Optional[trace.Span] = None
+        self._not_failures = _NOT_FAILURES + tuple(span_spec.not_failures) if span_spec else _NOT_FAILURES
         if span_spec is None:
             self.scope.claim_agent_span = self._claim
         else:
@@ -196,7 +201,7 @@ class Run:
             if self.span is None:
                 return
             self._finish_span(self.span, result)
-            if error is not None and not isinstance(error, _NOT_FAILURES):
+            if error is not None and not isinstance(error, self._not_failures):
                 self.span.set_status(Status(StatusCode.ERROR, str(error)))
                 self.span.set_attribute(ERROR_TYPE, type(error).__qualname__)
             self.span.end()
@@ -224,13 +229,19 @@ class Run:
         if inspect.iscoroutine(result):
             return self._await(result)
         if inspect.isasyncgen(result):
-            return scoped_async_generator(result, self)
+            return self._finish_if_dropped(scoped_async_generator(result, self))
         if inspect.isgenerator(result):
-            return scoped_generator(result, self)
+            return self._finish_if_dropped(scoped_generator(result, self))
         if hasattr(result, "__aiter__"):
             return ScopedStream(result, self)
         self.finish(result=result)
         return result
+
+    def _finish_if_dropped(self, gen):
+        """A generator dropped before its first step never runs its ``finally``: end the run when
+        it is collected (a no-op for one that ran: it finished the run itself)."""
+        weakref.finalize(gen, self.finish)
+        return gen
 
     def finish_when_done(self, future) -> None:
         """Task-based runs (a background task, a run loop task): end the run when ``future``

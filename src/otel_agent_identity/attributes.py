@@ -5,6 +5,7 @@ from opentelemetry.semconv._incubating.attributes.gen_ai_attributes import (
     GEN_AI_AGENT_NAME,
     GEN_AI_CONVERSATION_ID,
     GEN_AI_OPERATION_NAME,
+    GEN_AI_PROVIDER_NAME,
     GenAiOperationNameValues,
 )
 
@@ -13,6 +14,7 @@ __all__ = [
     "GEN_AI_AGENT_NAME",
     "GEN_AI_CONVERSATION_ID",
     "GEN_AI_OPERATION_NAME",
+    "GEN_AI_PROVIDER_NAME",
     "INVOKE_AGENT",
     "INVOKE_WORKFLOW",
 ]
