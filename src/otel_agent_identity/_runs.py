@@ -12,7 +12,7 @@ import inspect
 import logging
 import weakref
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import wrapt
 from opentelemetry import context as otel_context
@@ -34,11 +34,16 @@ _PROCESSORS: "weakref.WeakKeyDictionary[Any, IdentitySpanProcessor]" = weakref.W
 
 @dataclass
 class SpanSpec:
-    """An agent span to create because the framework emits none (``kind``: CLIENT for remote agents)."""
+    """An agent span to create because the framework emits none (``kind``: CLIENT for remote agents).
+
+    ``on_end(result) -> dict``: attributes read from the run's result just before the span ends
+    (called only when the run returned one; what it raises is logged, the span still ends).
+    """
 
     name: str
     kind: SpanKind = SpanKind.INTERNAL
     attributes: dict[str, Any] = field(default_factory=dict)
+    on_end: Optional[Callable[[Any], dict[str, Any]]] = None
 
 
 class RunHandler:
@@ -50,6 +55,7 @@ class RunHandler:
         self.registry = registry
         self.provider: Any = None  # a global provider still to attach the processor to
         self._attached = False
+        self.config: Any = None  # the instrumentor's Config, for adapter options
 
     def attach_processor(self, provider: Any) -> None:
         """Add the span processor to an SDK provider; a proxy provider is retried at each run start
@@ -107,7 +113,8 @@ class RunHandler:
 class Run:
     """One tracked run. ``enter()``/``exit()`` bracket every piece of the run's execution."""
 
-    __slots__ = ("_h", "_agent", "_session", "_rule", "_call", "_pre", "scope", "_finished", "span", "__weakref__")
+    __slots__ = ("_h", "_agent", "_session", "_rule", "_call", "_pre", "scope", "_finished", "span", "_on_end",
+                 "__weakref__")
 
     def __init__(self, handler, framework, agent, session, args, kwargs, rule, span_spec, run_id, delegation_id):
         self._h = handler
@@ -124,6 +131,7 @@ class Run:
         )
         self._finished = False
         self.span: Optional[trace.Span] = None
+        self._on_end = span_spec.on_end if span_spec is not None else None
         if span_spec is None:
             self.scope.claim_agent_span = self._claim
         else:
@@ -188,6 +196,8 @@ class Run:
             if self.span is None:
                 return
             self._finish_span(self.span, result)
+            if result is not None and self._on_end is not None:
+                self.span.set_attributes(self._on_end(result))
             if error is not None and not isinstance(error, _NOT_FAILURES):
                 self.span.set_status(Status(StatusCode.ERROR, str(error)))
                 self.span.set_attribute(ERROR_TYPE, type(error).__qualname__)
@@ -224,9 +234,13 @@ class Run:
         self.finish(result=result)
         return result
 
-    def finish_when_done(self, future) -> None:
+    def finish_when_done(self, future, result: Any = None) -> None:
         """Task-based runs (a background task, a run loop task): end the run when ``future``
-        (an ``asyncio.Future``/``Task`` or ``concurrent.futures.Future``) completes."""
+        (an ``asyncio.Future``/``Task`` or ``concurrent.futures.Future``) completes.
+
+        ``result``: the run's result object (e.g. a streamed result the task fills in), given to
+        the after-run extraction and ``SpanSpec.on_end`` when the future completed successfully.
+        """
 
         def done(fut) -> None:
             error = None
@@ -234,7 +248,8 @@ class Run:
                 error = None if fut.cancelled() else fut.exception()
             except BaseException as exc:  # noqa: BLE001
                 error = exc
-            self.finish(error=error)
+            ok = error is None and not fut.cancelled()
+            self.finish(result=result if ok else None, error=error)
 
         future.add_done_callback(done)
 

@@ -6,6 +6,7 @@ ADAPTERS = {
     "agent_framework": "otel_agent_identity.adapters.agent_framework",
     "a2a": "otel_agent_identity.adapters.a2a_sdk",
     "mcp": "otel_agent_identity.adapters.mcp",
+    "openai_agents": "otel_agent_identity.adapters.openai_agents",
     "http": "otel_agent_identity.adapters.http_clients",
 }
 
