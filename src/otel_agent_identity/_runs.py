@@ -197,7 +197,10 @@ class Run:
                 return
             self._finish_span(self.span, result)
             if result is not None and self._on_end is not None:
-                self.span.set_attributes(self._on_end(result))
+                try:
+                    self.span.set_attributes(self._on_end(result))
+                except Exception:  # noqa: BLE001 - the span still ends
+                    _logger.debug("otel-agent-identity: on_end failed", exc_info=True)
             if error is not None and not isinstance(error, _NOT_FAILURES):
                 self.span.set_status(Status(StatusCode.ERROR, str(error)))
                 self.span.set_attribute(ERROR_TYPE, type(error).__qualname__)

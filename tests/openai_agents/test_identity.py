@@ -222,3 +222,36 @@ async def test_150_concurrent_runs_do_not_bleed(instrumentor, exporter):
         agent_span = agents[tool_span.attributes[EXEC]]
         assert agent_span.name == f"invoke_agent a{i}" and tool_span.attributes[CONV] == f"conv-{i}"
         assert agent_span.attributes[CONV] == f"conv-{i}" and tool_span.parent.span_id == agent_span.context.span_id
+
+
+async def test_bad_session_id_is_dropped_with_one_warning_and_the_run_is_unchanged(instrumentor, exporter, caplog):
+    import logging
+
+    session = SQLiteSession("x" * 300)  # beyond max_id_length (256)
+    with caplog.at_level(logging.WARNING, logger="otel_agent_identity"):
+        for _ in range(2):
+            result = await Runner.run(agent_with_tool("big", [reply_seen()]), "hi", session=session)
+    assert result.final_output == "seen 3"  # the session still worked
+    warned = [r for r in caplog.records if "max_id_length" in r.getMessage()]
+    assert len(warned) == 1
+    agents = spans_named(exporter.get_finished_spans(), "invoke_agent big")
+    assert len(agents) == 2 and all(CONV not in s.attributes and EXEC in s.attributes for s in agents)
+
+
+async def test_a_failing_run_raises_the_sdk_error_and_marks_the_span(instrumentor, exporter):
+    from agents.exceptions import MaxTurnsExceeded
+
+    agent = agent_with_tool("looping", [call_tool("lookup", {"city": "A"}), call_tool("lookup", {"city": "B"})])
+    with pytest.raises(MaxTurnsExceeded):
+        await Runner.run(agent, "hi", max_turns=1, session=SQLiteSession("conv-f"))
+    span = _one(exporter.get_finished_spans(), "invoke_agent looping")
+    assert span.status.status_code == trace.StatusCode.ERROR and span.attributes["error.type"] == "MaxTurnsExceeded"
+    assert span.attributes[CONV] == "conv-f"
+
+
+async def test_application_execution_id_is_used(instrumentor, exporter):
+    import otel_agent_identity
+
+    with otel_agent_identity.execution("job-42"):
+        await Runner.run(agent_with_tool("given", [reply_seen()]), "hi")
+    assert _one(exporter.get_finished_spans(), "invoke_agent given").attributes[EXEC] == "job-42"
