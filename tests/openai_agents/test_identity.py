@@ -255,3 +255,16 @@ async def test_application_execution_id_is_used(instrumentor, exporter):
     with otel_agent_identity.execution("job-42"):
         await Runner.run(agent_with_tool("given", [reply_seen()]), "hi")
     assert _one(exporter.get_finished_spans(), "invoke_agent given").attributes[EXEC] == "job-42"
+
+
+async def test_rejected_options_raise_the_sdk_error_unchanged_from_both_entry_points(instrumentor, exporter):
+    from agents.exceptions import UserError
+
+    agent = agent_with_tool("rejected", [reply_seen()])
+    options = {"session": SQLiteSession("conv-r"), "conversation_id": "conv_x"}  # the SDK forbids both
+    with pytest.raises(UserError):
+        Runner.run_streamed(agent, "hi", **options)
+    with pytest.raises(UserError):
+        await Runner.run(agent, "hi", **options)
+    spans = spans_named(exporter.get_finished_spans(), "invoke_agent rejected")
+    assert [s.attributes["error.type"] for s in spans] == ["UserError", "UserError"]
