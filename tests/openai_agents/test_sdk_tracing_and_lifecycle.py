@@ -12,7 +12,7 @@ from agents.testing import ModelStep, ScriptedModel, assistant_message
 from agents.tracing import TracingProcessor
 from openai import AsyncOpenAI
 
-from oa_helpers import CONV, EXEC, agent_with_tool, call_tool, reply_seen, spans_named
+from oa_helpers import CONV, EXEC, agent_with_tool, call_tool, lookup, reply_seen, spans_named
 from otel_agent_identity import AgentIdentityInstrumentor
 from otel_agent_identity.adapters import openai_agents as oa_adapter
 
@@ -73,16 +73,19 @@ async def test_sdk_tracing_is_unchanged_and_set_tracing_disabled_is_honoured(tra
 async def test_openai_conversations_session_id_is_read_after_the_first_turn(instrumentor, exporter, service, caplog):
     client = AsyncOpenAI(base_url=f"{service.url}/v1", api_key="offline", max_retries=0)
     session = OpenAIConversationsSession(openai_client=client)
-    model = ScriptedModel([reply_seen(), reply_seen()])
-    agent = Agent(name="served", model=model)
+    model = ScriptedModel([call_tool("lookup", {"city": "Turin"}), reply_seen(), reply_seen()])
+    agent = Agent(name="served", model=model, tools=[lookup])
     with caplog.at_level(logging.WARNING, logger="otel_agent_identity"):
         first = await Runner.run(agent, "hi", session=session)
         second = await Runner.run(agent, "again", session=session)
     (conv_id,) = service.conversations  # the id the service assigned during turn 1
     assert session.session_id == conv_id
-    assert (first.final_output, second.final_output) == ("seen 1", "seen 3")  # turn 2 resumed its history
-    spans = spans_named(exporter.get_finished_spans(), "invoke_agent served")
+    assert (first.final_output, second.final_output) == ("seen 3", "seen 5")  # turn 2 resumed its history
+    finished = exporter.get_finished_spans()
+    spans = spans_named(finished, "invoke_agent served")
     assert [s.attributes.get(CONV) for s in spans] == [conv_id, conv_id]
+    (tool_span,) = spans_named(finished, "tool-work")  # turn 1, after the service assigned the id
+    assert tool_span.attributes[CONV] == conv_id and tool_span.attributes[EXEC] == spans[0].attributes[EXEC]
     assert all("agent_identity.conversation.changed" not in s.attributes for s in spans)
     assert spans[0].attributes[EXEC] != spans[1].attributes[EXEC]
     assert not caplog.records  # "not yet available" before turn 1 is no extractor failure

@@ -11,8 +11,9 @@ Arguments are bound by the signature ``run(starting_agent, input, **options)``: 
 
 Conversation id (framework rule, after a registered override): ``session.session_id`` (str) when
 a ``session`` is given (``SQLiteSession("conv-1")``: the caller's id; an
-``OpenAIConversationsSession`` learns its id from the Conversations API during the first turn, so
-the agent span reads it after the run), else the ``conversation_id=`` argument (a server-managed
+``OpenAIConversationsSession`` learns its id from the Conversations API during the first turn: the
+run adopts it as soon as the session's first ``get_items``/``add_items`` returns, and the agent
+span reads it after the run), else the ``conversation_id=`` argument (a server-managed
 conversation), else ``RunConfig.group_id`` when the application opts in
 (``OTEL_INSTRUMENTATION_AGENT_IDENTITY_OPENAI_AGENTS_GROUP_ID_AS_CONVERSATION``), else none.
 ``previous_response_id`` is a response-chain pointer that changes every turn: never the
@@ -30,6 +31,7 @@ A streamed run's span ends when its run loop task completes (consumed, abandoned
 from __future__ import annotations
 
 import importlib
+import weakref
 from typing import Any, Optional
 
 from opentelemetry.instrumentation.utils import unwrap
@@ -45,6 +47,8 @@ REQUIREMENTS = ("openai-agents >= 0.24, < 0.25",)
 
 _wrapped: list[tuple[Any, str]] = []
 _options = {"group_id_as_conversation": False}
+#: session -> scope of the run using it, for sessions whose id the service assigns during the run
+_pending: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictionary()
 
 
 def conversation_rule(agent: Any, session: Any, call: Any) -> Optional[str]:
@@ -86,6 +90,11 @@ def _start(handler: RunHandler, args: tuple, kwargs: dict):
     outer = current_scope()
     run = handler.start(framework=NAME, agent=agent, session=session, args=args, kwargs=kwargs,
                         rule=conversation_rule, span=spec)
+    if run is not None and session is not None and run.scope.conversation_id is None:
+        try:
+            _pending[session] = run.scope
+        except TypeError:  # not weak-referenceable
+            pass
     if (run is not None and outer is not None and outer.conversation_id is not None and session is None
             and run.scope.conversation_id is None):
         run.span.set_attribute(attrs.PARENT_CONVERSATION_ID, outer.conversation_id)
@@ -139,6 +148,28 @@ def _streamed_wrapper(handler: RunHandler):
     return wrapper
 
 
+def _session_wrapper(wrapped, instance, args, kwargs):
+    """Wrapper of ``OpenAIConversationsSession.get_items``/``add_items`` (async): in the run that
+    uses this session and has no conversation id yet, adopt the id the call made the service assign."""
+    try:
+        scope = current_scope()
+        learning = scope is not None and scope.conversation_id is None and _pending.get(instance) is scope
+    except Exception:  # noqa: BLE001
+        learning = False
+    result = wrapped(*args, **kwargs)
+    return _learn_after(result, scope, instance) if learning else result
+
+
+async def _learn_after(coro, scope, session):
+    result = await coro
+    try:
+        if scope.learn(session.session_id):  # public property; raises while still unknown
+            _pending.pop(session, None)
+    except Exception:  # noqa: BLE001
+        pass
+    return result
+
+
 def instrument(handler: RunHandler) -> None:
     """Wrap ``AgentRunner.run`` and ``AgentRunner.run_streamed`` (not ``run_sync``: it calls ``run``)."""
     config = handler.config
@@ -147,6 +178,13 @@ def instrument(handler: RunHandler) -> None:
     for method, make in (("run", _run_wrapper), ("run_streamed", _streamed_wrapper)):
         wrap_function_wrapper(cls, method, make(handler))
         _wrapped.append((cls, method))
+    try:
+        session_cls = importlib.import_module("agents.memory").OpenAIConversationsSession
+    except (ImportError, AttributeError):
+        return
+    for method in ("get_items", "add_items"):
+        wrap_function_wrapper(session_cls, method, _session_wrapper)
+        _wrapped.append((session_cls, method))
 
 
 def uninstrument() -> None:
