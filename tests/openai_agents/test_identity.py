@@ -124,19 +124,22 @@ async def test_group_id_is_the_conversation_only_when_opted_in(tracer_provider, 
     from otel_agent_identity import AgentIdentityInstrumentor
 
     config = RunConfig(group_id="thread-7")
-    for opt_in in (False, True):
-        monkeypatch.setenv("OTEL_INSTRUMENTATION_AGENT_IDENTITY_OPENAI_AGENTS_GROUP_ID_AS_CONVERSATION",
-                           str(opt_in).lower())
+    cases = [("unset", None, {}, False), ("env_false", "false", {}, False), ("env_true", "true", {}, True),
+             ("kwarg", "false", {"openai_agents_group_id_as_conversation": True}, True)]  # the argument wins
+    for name, env, kwargs, opted_in in cases:
+        monkeypatch.delenv("OTEL_INSTRUMENTATION_AGENT_IDENTITY_OPENAI_AGENTS_GROUP_ID_AS_CONVERSATION", raising=False)
+        if env is not None:
+            monkeypatch.setenv("OTEL_INSTRUMENTATION_AGENT_IDENTITY_OPENAI_AGENTS_GROUP_ID_AS_CONVERSATION", env)
         inst = AgentIdentityInstrumentor()
-        inst.instrument(tracer_provider=tracer_provider)
+        inst.instrument(tracer_provider=tracer_provider, **kwargs)
         try:
-            await Runner.run(agent_with_tool(f"grouped_{opt_in}", [reply_seen()]), "hi", run_config=config)
-            await Runner.run(agent_with_tool(f"grouped_{opt_in}", [reply_seen()]), "hi", run_config=config,
+            await Runner.run(agent_with_tool(name, [reply_seen()]), "hi", run_config=config)
+            await Runner.run(agent_with_tool(name, [reply_seen()]), "hi", run_config={"group_id": "thread-7"},
                              session=SQLiteSession("conv-s"))  # a session wins over group_id
         finally:
             inst.uninstrument()
-        plain, with_session = spans_named(exporter.get_finished_spans(), f"invoke_agent grouped_{opt_in}")
-        assert plain.attributes.get(CONV) == ("thread-7" if opt_in else None)
+        plain, with_session = spans_named(exporter.get_finished_spans(), f"invoke_agent {name}")
+        assert plain.attributes.get(CONV) == ("thread-7" if opted_in else None), name
         assert with_session.attributes[CONV] == "conv-s"
 
 
@@ -153,18 +156,21 @@ async def test_handoff_stays_in_the_run_and_records_the_last_agent(instrumentor,
     assert (tool_span.attributes[CONV], tool_span.attributes[EXEC]) == ("conv-h", agent_span.attributes[EXEC])
 
 
-@pytest.mark.parametrize("own_session", [False, True])
-async def test_agent_as_tool_is_a_nested_run(instrumentor, exporter, own_session):
+@pytest.mark.parametrize("own_session,streamed", [(False, False), (True, False), (False, True)])
+async def test_agent_as_tool_is_a_nested_run(instrumentor, exporter, own_session, streamed):
     weather = agent_with_tool("weather_agent", [call_tool("lookup", {"city": "Paris"}),
                                                 ModelStep(output=[assistant_message("sunny in Paris")])])
+    events = []
     as_tool = weather.as_tool(tool_name="ask_weather", tool_description="Ask the weather agent",
-                              session=SQLiteSession("conv-weather") if own_session else None)
+                              session=SQLiteSession("conv-weather") if own_session else None,
+                              on_stream=events.append if streamed else None)  # on_stream: a nested run_streamed
     boss = Agent(name="boss", tools=[as_tool], model=ScriptedModel([
         call_tool("ask_weather", {"input": "Paris?"}),
         ModelStep.respond(lambda call: [assistant_message(str(call.input[-1]["output"]))]),
     ]))
     result = await Runner.run(boss, "weather in Paris?", session=SQLiteSession("conv-boss"))
     assert result.final_output == "sunny in Paris"  # the nested run really ran (no tool error)
+    assert bool(events) == streamed
     spans = exporter.get_finished_spans()
     outer, inner = _one(spans, "invoke_agent boss"), _one(spans, "invoke_agent weather_agent")
     assert inner.parent.span_id == outer.context.span_id
