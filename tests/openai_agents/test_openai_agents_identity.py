@@ -274,3 +274,21 @@ async def test_rejected_options_raise_the_sdk_error_unchanged_from_both_entry_po
         await Runner.run(agent, "hi", **options)
     spans = spans_named(exporter.get_finished_spans(), "invoke_agent rejected")
     assert [s.attributes["error.type"] for s in spans] == ["UserError", "UserError"]
+
+
+async def test_run_resumed_after_an_approval_keeps_its_server_conversation(instrumentor, exporter):
+    @function_tool(needs_approval=True)
+    def refund(order: str) -> str:
+        """Refund an order (needs a human's approval)."""
+        return f"refunded {order}"
+
+    agent = agent_with_tool("cashier", [call_tool("refund", {"order": "o-1"}), reply_seen()], tools=[refund])
+    first = await Runner.run(agent, "refund o-1", conversation_id="conv_srv_9")
+    (approval,) = first.interruptions  # ground truth: the run stopped for approval
+    state = first.to_state()
+    state.approve(approval)
+    resumed = await Runner.run(agent, state)  # no conversation_id: the SDK resumes with the state's
+    assert resumed.final_output.startswith("seen") and agent.model.last_call.conversation_id == "conv_srv_9"
+    spans = spans_named(exporter.get_finished_spans(), "invoke_agent cashier")
+    assert [s.attributes.get(CONV) for s in spans] == ["conv_srv_9", "conv_srv_9"]
+    assert spans[0].attributes[EXEC] != spans[1].attributes[EXEC]

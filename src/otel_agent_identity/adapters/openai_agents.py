@@ -14,7 +14,7 @@ a ``session`` is given (``SQLiteSession("conv-1")``: the caller's id; an
 ``OpenAIConversationsSession`` learns its id from the Conversations API during the first turn: the
 run adopts it as soon as the session's first ``get_items``/``add_items`` returns, and the agent
 span reads it after the run), else the ``conversation_id=`` argument (a server-managed
-conversation), else ``RunConfig.group_id`` when the application opts in
+conversation; a resumed ``RunState`` input keeps the one it was started with), else ``RunConfig.group_id`` when the application opts in
 (``OTEL_INSTRUMENTATION_AGENT_IDENTITY_OPENAI_AGENTS_GROUP_ID_AS_CONVERSATION``), else none.
 ``previous_response_id`` is a response-chain pointer that changes every turn: never the
 conversation id. Execution id: the SDK has no run id, so one is made per run (or given with
@@ -46,7 +46,7 @@ NAME = "openai_agents"
 REQUIREMENTS = ("openai-agents >= 0.24, < 0.25",)
 
 _wrapped: list[tuple[Any, str]] = []
-_options = {"group_id_as_conversation": False}
+_options: dict[str, Any] = {"group_id_as_conversation": False, "run_state": None}
 #: session -> scope of the run using it, for sessions whose id the service assigns during the run
 _pending: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictionary()
 
@@ -62,6 +62,12 @@ def conversation_rule(agent: Any, session: Any, call: Any) -> Optional[str]:
     conversation_id = options.get("conversation_id")
     if conversation_id is not None:
         return conversation_id
+    state = call.args[1] if len(call.args) > 1 else options.get("input")
+    run_state = _options["run_state"]
+    if run_state is not None and isinstance(state, run_state):  # a resumed run (e.g. after an approval)
+        conversation_id = getattr(state, "_conversation_id", None)  # the SDK resumes with this id
+        if conversation_id is not None:
+            return conversation_id
     if _options["group_id_as_conversation"]:
         config = options.get("run_config")
         return config.get("group_id") if isinstance(config, dict) else getattr(config, "group_id", None)
@@ -174,6 +180,7 @@ def instrument(handler: RunHandler) -> None:
     """Wrap ``AgentRunner.run`` and ``AgentRunner.run_streamed`` (not ``run_sync``: it calls ``run``)."""
     config = handler.config
     _options["group_id_as_conversation"] = bool(getattr(config, "openai_agents_group_id_as_conversation", False))
+    _options["run_state"] = getattr(importlib.import_module("agents.run_state"), "RunState", None)
     cls = importlib.import_module("agents.run").AgentRunner
     for method, make in (("run", _run_wrapper), ("run_streamed", _streamed_wrapper)):
         wrap_function_wrapper(cls, method, make(handler))
