@@ -96,14 +96,15 @@ def _start(handler: RunHandler, args: tuple, kwargs: dict):
     outer = current_scope()
     run = handler.start(framework=NAME, agent=agent, session=session, args=args, kwargs=kwargs,
                         rule=conversation_rule, span=spec)
-    if run is not None and session is not None and run.scope.conversation_id is None:
-        try:
+    if run is None or run.scope.conversation_id is not None:
+        return run
+    try:  # the run has started (its span is open): nothing below may lose it
+        if session is not None:
             _pending[session] = run.scope
-        except TypeError:  # not weak-referenceable
-            pass
-    if (run is not None and outer is not None and outer.conversation_id is not None and session is None
-            and run.scope.conversation_id is None):
-        run.span.set_attribute(attrs.PARENT_CONVERSATION_ID, outer.conversation_id)
+        elif outer is not None and outer.conversation_id is not None:  # an agent used as a tool
+            run.span.set_attribute(attrs.PARENT_CONVERSATION_ID, outer.conversation_id)
+    except Exception:  # noqa: BLE001 - e.g. a session that is not weak-referenceable
+        pass
     return run
 
 
