@@ -12,7 +12,7 @@ import inspect
 import logging
 import weakref
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import wrapt
 from opentelemetry import context as otel_context
@@ -34,7 +34,11 @@ _PROCESSORS: "weakref.WeakKeyDictionary[Any, IdentitySpanProcessor]" = weakref.W
 
 @dataclass
 class SpanSpec:
-    """An agent span to create because the framework emits none (``kind``: CLIENT for remote agents)."""
+    """An agent span to create because the framework emits none (``kind``: CLIENT for remote agents).
+
+    ``on_end(result) -> dict``: attributes read from the run's result just before the span ends
+    (called only when the run returned one; what it raises is logged, the span still ends).
+    """
 
     name: str
     kind: SpanKind = SpanKind.INTERNAL
@@ -42,6 +46,7 @@ class SpanSpec:
     #: exception types that end the run as control flow, not as its failure (e.g. LangGraph's
     #: ``GraphBubbleUp``: an interrupt or a ``Command`` to the parent graph); the span stays OK
     not_failures: tuple = ()
+    on_end: Optional[Callable[[Any], dict[str, Any]]] = None
 
 
 class RunHandler:
@@ -53,6 +58,7 @@ class RunHandler:
         self.registry = registry
         self.provider: Any = None  # a global provider still to attach the processor to
         self._attached = False
+        self.config: Any = None  # the instrumentor's Config, for adapter options
 
     def attach_processor(self, provider: Any) -> None:
         """Add the span processor to an SDK provider; a proxy provider is retried at each run start
@@ -114,7 +120,7 @@ class Run:
     """One tracked run. ``enter()``/``exit()`` bracket every piece of the run's execution."""
 
     __slots__ = ("_h", "_agent", "_session", "_rule", "_call", "_pre", "_resumed", "scope", "_finished", "span",
-                 "_not_failures",
+                 "_not_failures", "_on_end",
                  "__weakref__")
 
     def __init__(self, handler, framework, agent, session, args, kwargs, rule, span_spec, run_id, delegation_id,
@@ -135,6 +141,7 @@ class Run:
         self._finished = False
         self.span: Optional[trace.Span] = None
         self._not_failures = _NOT_FAILURES + tuple(span_spec.not_failures) if span_spec else _NOT_FAILURES
+        self._on_end = span_spec.on_end if span_spec is not None else None
         if span_spec is None:
             self.scope.claim_agent_span = self._claim
         else:
@@ -201,6 +208,11 @@ class Run:
             if self.span is None:
                 return
             self._finish_span(self.span, result)
+            if result is not None and self._on_end is not None:
+                try:
+                    self.span.set_attributes(self._on_end(result))
+                except Exception:  # noqa: BLE001 - the span still ends
+                    _logger.debug("otel-agent-identity: on_end failed", exc_info=True)
             if error is not None and not isinstance(error, self._not_failures):
                 self.span.set_status(Status(StatusCode.ERROR, str(error)))
                 self.span.set_attribute(ERROR_TYPE, type(error).__qualname__)
@@ -243,9 +255,13 @@ class Run:
         weakref.finalize(gen, self.finish)
         return gen
 
-    def finish_when_done(self, future) -> None:
+    def finish_when_done(self, future, result: Any = None) -> None:
         """Task-based runs (a background task, a run loop task): end the run when ``future``
-        (an ``asyncio.Future``/``Task`` or ``concurrent.futures.Future``) completes."""
+        (an ``asyncio.Future``/``Task`` or ``concurrent.futures.Future``) completes.
+
+        ``result``: the run's result object (e.g. a streamed result the task fills in), given to
+        the after-run extraction and ``SpanSpec.on_end`` when the future completed successfully.
+        """
 
         def done(fut) -> None:
             error = None
@@ -253,7 +269,8 @@ class Run:
                 error = None if fut.cancelled() else fut.exception()
             except BaseException as exc:  # noqa: BLE001
                 error = exc
-            self.finish(error=error)
+            ok = error is None and not fut.cancelled()
+            self.finish(result=result if ok else None, error=error)
 
         future.add_done_callback(done)
 

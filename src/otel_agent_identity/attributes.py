@@ -7,6 +7,7 @@ from opentelemetry.semconv._incubating.attributes.gen_ai_attributes import (
     GEN_AI_OPERATION_NAME,
     GEN_AI_PROVIDER_NAME,
     GenAiOperationNameValues,
+    GenAiProviderNameValues,
 )
 
 __all__ = [
@@ -21,9 +22,12 @@ __all__ = [
 
 INVOKE_AGENT = GenAiOperationNameValues.INVOKE_AGENT.value
 INVOKE_WORKFLOW = GenAiOperationNameValues.INVOKE_WORKFLOW.value
+PROVIDER_OPENAI = GenAiProviderNameValues.OPENAI.value
 
 EXECUTION_ID = "agent_identity.execution.id"
 PARENT_EXECUTION_ID = "agent_identity.parent.execution.id"
+PARENT_CONVERSATION_ID = "agent_identity.parent.conversation.id"
+LAST_AGENT_NAME = "agent_identity.last_agent.name"
 DELEGATION_ID = "agent_identity.delegation.id"
 CONVERSATION_REQUESTED_ID = "agent_identity.conversation.requested_id"
 CONVERSATION_CHANGED = "agent_identity.conversation.changed"

@@ -7,6 +7,7 @@ ADAPTERS = {
     "langgraph": "otel_agent_identity.adapters.langgraph",
     "a2a": "otel_agent_identity.adapters.a2a_sdk",
     "mcp": "otel_agent_identity.adapters.mcp",
+    "openai_agents": "otel_agent_identity.adapters.openai_agents",
     "http": "otel_agent_identity.adapters.http_clients",
 }
 
