@@ -273,13 +273,43 @@ def conversation_attributes(pre: Optional[Extracted], post: Optional[Extracted])
 class ScopedStream(wrapt.ObjectProxy):
     """An async-iterable, awaitable result (e.g. Agent Framework ``ResponseStream``) whose every pull
     runs inside the run's scope, in whichever task or thread consumes it. The run finishes when the
-    stream is exhausted, fails, yields its final response, or is dropped unfinished."""
+    stream is exhausted, fails, yields its final response, or is dropped unfinished.
 
-    def __init__(self, wrapped: Any, run: Run) -> None:
+    Combinators keep the scope: a public method that returns the wrapped stream itself (the
+    framework's ``with_transform_hook``/``with_result_hook``/... return ``self``) returns this
+    proxy; one that returns a new async iterable (``map``, ``flat_map``, ``with_finalizer``)
+    returns a proxy of it for the same run, which keeps this one alive (the run ends with the
+    derived stream, not when this proxy is dropped). ``await stream`` gives what awaiting the
+    wrapped object gives: this proxy when that is the stream itself (Agent Framework resolves the
+    stream and returns it), else the final result, which ends the run.
+    """
+
+    def __init__(self, wrapped: Any, run: Run, parent: Any = None) -> None:
         super().__init__(wrapped)
         self._self_run = run
         self._self_iter = None
+        self._self_parent = parent  # a proxy this one was derived from: kept alive with it
         weakref.finalize(self, run.finish)
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self.__wrapped__, name)
+        if name.startswith("_") or not callable(value) or inspect.isclass(value):
+            return value
+
+        def chained(*args: Any, **kwargs: Any) -> Any:
+            return self._self_adopt(value(*args, **kwargs))
+
+        return chained
+
+    def _self_adopt(self, result: Any) -> Any:
+        try:
+            if result is self.__wrapped__:
+                return self
+            if hasattr(result, "__aiter__") and not isinstance(result, ScopedStream) and not inspect.isasyncgen(result):
+                return ScopedStream(result, self._self_run, parent=self)
+        except Exception:  # noqa: BLE001 - hand the framework's result back unchanged
+            _logger.debug("otel-agent-identity: could not scope a derived stream", exc_info=True)
+        return result
 
     def __aiter__(self):
         return self
@@ -306,7 +336,24 @@ class ScopedStream(wrapt.ObjectProxy):
         return await self._self_run._await(self.__wrapped__.get_final_response(*args, **kwargs))
 
     def __await__(self):
-        return self.get_final_response().__await__()
+        if not hasattr(self.__wrapped__, "__await__"):
+            return self.get_final_response().__await__()
+        return self._self_resolve().__await__()
+
+    async def _self_resolve(self):
+        run = self._self_run
+        tokens = run.enter()
+        try:
+            result = await self.__wrapped__
+        except BaseException as exc:
+            run.finish(error=exc)
+            raise
+        finally:
+            run.exit(tokens)
+        if result is self.__wrapped__:
+            return self  # resolved, not consumed: the run goes on while the caller iterates
+        run.finish(result=result)
+        return result
 
     async def aclose(self) -> None:
         """Close an async generator early (``contextlib.aclosing``): the run ends now."""
