@@ -22,7 +22,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from otel_agent_identity import attributes as attrs
 from otel_agent_identity.boundary import check_served
-from otel_agent_identity.extractors import Extracted, Extractor, ExtractorRegistry, RunCall
+from otel_agent_identity.extractors import SOURCE_FRAMEWORK, SOURCE_SERVICE, Extracted, Extractor, ExtractorRegistry, RunCall
 from otel_agent_identity.scope import IdentityScope, attach, current_scope, detach, new_execution_id
 from otel_agent_identity.span_processor import IdentitySpanProcessor
 
@@ -86,6 +86,7 @@ class RunHandler:
         span: Optional[SpanSpec] = None,
         run_id: Optional[str] = None,
         delegation_id: Optional[str] = None,
+        agent_step: Optional[Extractor] = None,
     ) -> Optional["Run"]:
         """Begin a run; None if anything failed here (the caller then runs the original, bare).
 
@@ -94,32 +95,45 @@ class RunHandler:
                 which is then enriched.
             run_id: the framework's own run id (becomes ``agent_identity.execution.id``).
             delegation_id: set for hops to another agent.
+            agent_step: the adapter's reading of the agent's own step (see
+                :meth:`~otel_agent_identity.extractors.ExtractorRegistry.extract`).
         """
         try:
             if not self._attached and self.provider is not None:
                 self.attach_processor(self.provider)
-            return Run(self, framework, agent, session, args, kwargs, rule, span, run_id, delegation_id)
+            return Run(self, framework, agent, session, args, kwargs, rule, span, run_id, delegation_id, agent_step)
         except Exception:  # noqa: BLE001
             _logger.debug("otel-agent-identity: could not start run tracking", exc_info=True)
             return None
 
 
 class Run:
-    """One tracked run. ``enter()``/``exit()`` bracket every piece of the run's execution."""
+    """One tracked run. ``enter()``/``exit()`` bracket every piece of the run's execution.
 
-    __slots__ = ("_h", "_agent", "_session", "_rule", "_call", "_pre", "scope", "_finished", "span", "__weakref__")
+    One run, one conversation id: every span of the run carries the scope's id, fixed when first
+    known (before the run, else when the service assigns one; a framework fallback, a local
+    session id, is replaced by the service's id once). The agent span reports the same id; only
+    a continuity break (the same extractor step answers differently after the run) reports the id
+    after the run there, with the one asked for as ``requested_id``.
+    """
 
-    def __init__(self, handler, framework, agent, session, args, kwargs, rule, span_spec, run_id, delegation_id):
+    __slots__ = ("_h", "_agent", "_session", "_rule", "_agent_step", "_call", "_pre", "scope", "_finished", "span",
+                 "__weakref__")
+
+    def __init__(self, handler, framework, agent, session, args, kwargs, rule, span_spec, run_id, delegation_id,
+                 agent_step=None):
         self._h = handler
-        self._agent, self._session, self._rule = agent, session, rule
+        self._agent, self._session, self._rule, self._agent_step = agent, session, rule, agent_step
         self._call = RunCall(framework, args, kwargs)
-        self._pre = handler.registry.extract(agent, session, self._call, rule)
+        self._pre = handler.registry.extract(agent, session, self._call, rule, agent_step)
         outer = current_scope()
         self.scope = IdentityScope(
             conversation_id=self._pre.conversation_id if self._pre else None,
             execution_id=new_execution_id(run_id),
             delegation_id=delegation_id,
             parent_execution_id=outer.execution_id if outer else None,
+            parent_conversation_id=outer.conversation_id if outer else None,
+            provisional=bool(self._pre and self._pre.source == SOURCE_FRAMEWORK),
             accepts=handler.registry.accepts,
         )
         self._finished = False
@@ -156,6 +170,8 @@ class Run:
         first = conversation_attributes(self._pre, None)
         if self.scope.parent_execution_id:
             first[attrs.PARENT_EXECUTION_ID] = self.scope.parent_execution_id
+        if self.scope.parent_conversation_id:
+            first[attrs.PARENT_CONVERSATION_ID] = self.scope.parent_conversation_id
         if first:
             span.set_attributes(first)
 
@@ -167,16 +183,16 @@ class Run:
     def _finish_span(self, span, result: Any = None) -> None:
         post = self._h.registry.extract(
             self._agent, self._session,
-            self._call._replace(phase="after", result=result), self._rule,
+            self._call._replace(phase="after", result=result), self._rule, self._agent_step,
         )
-        effective = post or self._pre
-        current = span.attributes.get(attrs.GEN_AI_CONVERSATION_ID) if span.attributes else None
-        if post != self._pre or (effective and current != effective.conversation_id):
-            span.set_attributes(conversation_attributes(self._pre, post))  # the id after the run differs
+        out = run_conversation_attributes(self._pre, post, self.scope.conversation_id)
+        if out:
+            span.set_attributes(out)
+        effective = out.get(attrs.GEN_AI_CONVERSATION_ID)
         if self.scope.parent_execution_id is None:  # the run serving an inbound hop, if any
-            check_served(effective.conversation_id if effective else None)
-        if effective and effective.conversation_id != self.scope.conversation_id:
-            self.scope.conversation_id = effective.conversation_id
+            check_served(effective)
+        if effective and effective != self.scope.conversation_id:
+            self.scope.conversation_id = effective
             self.scope.refresh()
 
     def finish(self, result: Any = None, error: Optional[BaseException] = None) -> None:
@@ -249,6 +265,27 @@ class Run:
             self.exit(tokens)
         self.finish(result=result)
         return result
+
+
+def run_conversation_attributes(
+    pre: Optional[Extracted], post: Optional[Extracted], run_id: Optional[str]
+) -> dict[str, Any]:
+    """The agent span's conversation attributes at the run's end.
+
+    Args:
+        pre / post: the extractor's answers before and after the run.
+        run_id: the id the run's spans carry (the scope's), or None.
+    A continuity break (same step, another id) reports ``post`` with ``requested_id``/``changed``;
+    otherwise the run's id, else ``post``'s. The source is the step that gave that id, or
+    ``service`` for an id only the service's response gave (a run without a session).
+    """
+    if pre and post and pre.source == post.source and post.conversation_id != pre.conversation_id:
+        return conversation_attributes(pre, post)
+    cid = run_id or (post.conversation_id if post else None)
+    if cid is None:
+        return {}
+    source = next((e.source for e in (post, pre) if e and e.conversation_id == cid), SOURCE_SERVICE)
+    return {attrs.GEN_AI_CONVERSATION_ID: cid, attrs.CONVERSATION_SOURCE: source}
 
 
 def conversation_attributes(pre: Optional[Extracted], post: Optional[Extracted]) -> dict[str, Any]:

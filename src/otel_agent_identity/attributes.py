@@ -22,6 +22,7 @@ INVOKE_WORKFLOW = GenAiOperationNameValues.INVOKE_WORKFLOW.value
 
 EXECUTION_ID = "agent_identity.execution.id"
 PARENT_EXECUTION_ID = "agent_identity.parent.execution.id"
+PARENT_CONVERSATION_ID = "agent_identity.parent.conversation.id"
 DELEGATION_ID = "agent_identity.delegation.id"
 CONVERSATION_REQUESTED_ID = "agent_identity.conversation.requested_id"
 CONVERSATION_CHANGED = "agent_identity.conversation.changed"

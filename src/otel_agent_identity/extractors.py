@@ -31,6 +31,8 @@ Extractor = Callable[[Any, Any, "RunCall"], Optional[str]]
 SOURCE_OVERRIDE = "override"
 SOURCE_AGENT = "agent"
 SOURCE_FRAMEWORK = "framework"
+#: not an extractor step: the id the service assigned during a run whose extractors had none
+SOURCE_SERVICE = "service"
 
 
 class RunCall(NamedTuple):
@@ -106,15 +108,23 @@ class ExtractorRegistry:
             return found
 
     def extract(
-        self, agent: Any, session: Any, call: RunCall, framework_rule: Optional[Extractor] = None
+        self, agent: Any, session: Any, call: RunCall, framework_rule: Optional[Extractor] = None,
+        agent_step: Optional[Extractor] = None,
     ) -> Optional[Extracted]:
-        """Return the agent's conversation id, or None. Never raises."""
+        """Return the agent's conversation id, or None. Never raises.
+
+        ``agent_step``: the adapter's reading of step 2, for an adapter that owns the shape of the
+        agent's answer (e.g. it knows a value is single-result identity, not the conversation); by
+        default ``agent._get_otel_conversation_id(session)``.
+        """
         override = self._override_for(type(agent)) if self._by_type else None
         if override is not None:
             return self._checked(agent, SOURCE_OVERRIDE, override, session, call)
-        own = getattr(agent, "_get_otel_conversation_id", None)
-        if own is not None:
-            found = self._checked(agent, SOURCE_AGENT, lambda _a, s, _c: own(s), session, call)
+        if agent_step is None:
+            own = getattr(agent, "_get_otel_conversation_id", None)
+            agent_step = None if own is None else (lambda _a, s, _c: own(s))
+        if agent_step is not None:
+            found = self._checked(agent, SOURCE_AGENT, agent_step, session, call)
             if found is not None:
                 return found
         if framework_rule is not None:

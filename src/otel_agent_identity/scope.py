@@ -33,12 +33,17 @@ class IdentityScope:
         execution_id: framework run id, application-supplied, or 32 random hex characters made per run.
         delegation_id: the hop's delegation id, or None outside a hop.
         parent_execution_id: the enclosing run's execution id, for a nested run.
+        parent_conversation_id: the enclosing run's conversation id, for a nested run.
+        provisional: the conversation id is a framework fallback (a local session id) that an id
+            the service assigns during the run replaces (see :meth:`learn`).
     """
 
     conversation_id: Optional[str]
     execution_id: Optional[str]
     delegation_id: Optional[str] = None
     parent_execution_id: Optional[str] = None
+    parent_conversation_id: Optional[str] = None
+    provisional: bool = False
     attributes: dict[str, Any] = field(default_factory=dict)
     #: set by the run handler: called with the first ``invoke_agent`` span started in this scope
     claim_agent_span: Optional[Callable[[Any], None]] = None
@@ -49,15 +54,19 @@ class IdentityScope:
         self.refresh()
 
     def learn(self, conversation_id: Any) -> bool:
-        """Adopt an id the service assigned during the run (first turn), if the scope has none yet.
+        """Adopt an id the service assigned during the run (first turn), if the scope has none yet
+        or only a provisional one (then once: the run's id is not replaced again).
 
         Spans started from then on carry it. Returns True when adopted.
         """
-        if self.conversation_id is not None or not isinstance(conversation_id, str):
+        if not isinstance(conversation_id, str) or conversation_id == self.conversation_id:
+            return False
+        if self.conversation_id is not None and not self.provisional:
             return False
         if not self.accepts(conversation_id):
             return False
         self.conversation_id = conversation_id
+        self.provisional = False
         self.refresh()
         return True
 

@@ -61,7 +61,8 @@ class IdentitySpanProcessor(SpanProcessor):
         original = span.end
 
         def end(end_time: Optional[int] = None) -> None:
-            del span.end  # once; the class's end from now on
+            if span.__dict__.get("end") is end:
+                del span.end  # once; the class's end (or an earlier watcher's) from now on
             try:
                 finisher(span)
             except Exception:  # noqa: BLE001 - never break the span's end

@@ -24,6 +24,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 import inspect
+import logging
 
 from opentelemetry import trace
 from opentelemetry.instrumentation.utils import unwrap
@@ -33,6 +34,8 @@ from wrapt import wrap_function_wrapper
 from otel_agent_identity import attributes as attrs
 from otel_agent_identity._runs import RunHandler, SpanSpec
 from otel_agent_identity.scope import current_scope, new_delegation_id
+
+_logger = logging.getLogger(__name__)
 
 NAME = "agent_framework"
 REQUIREMENTS = ("agent-framework-core >= 1.23, < 2",)
@@ -45,25 +48,65 @@ _TARGETS = [
 _CHAT_TARGET = ("agent_framework", "BaseChatClient", "get_response")
 _wrapped: list[tuple[Any, str]] = []
 _observability: Any = None  # agent_framework.observability, imported at instrument()
+_is_local_sentinel: Any = None  # agent_framework's is_local_history_conversation_id, if it has one
+
+
+def _effective_options(agent: Any, call: Any) -> dict:
+    """The run's options as the framework merges them: run ``options`` over ``agent.default_options``
+    (a run value of None falls back to the default)."""
+    merged = dict(getattr(agent, "default_options", None) or {})
+    options = (call.kwargs or {}).get("options") or {}
+    if hasattr(options, "items"):
+        merged.update({k: v for k, v in options.items() if v is not None})
+    return merged
+
+
+def _is_responses_client(client: Any) -> bool:
+    """The OpenAI Responses client (agent-framework-openai ``RawOpenAIChatClient`` and subclasses)."""
+    return any(
+        c.__name__ == "RawOpenAIChatClient" and c.__module__.startswith("agent_framework_openai")
+        for c in type(client).__mro__
+    )
+
+
+def _is_response_id(client: Any, value: Any) -> bool:
+    """A continuation value of the Responses client that is single-result identity: it sends every
+    value but a ``conv_*`` conversation as ``previous_response_id`` (``resp_*``, ADR-0029)."""
+    return isinstance(value, str) and not value.startswith("conv_") and _is_responses_client(client)
+
+
+def agent_step(agent: Any, session: Any, call: Any) -> Optional[str]:
+    """The agent's own ``_get_otel_conversation_id(session)``, except a response id of the OpenAI
+    Responses client (a chain's next ``previous_response_id``, new every turn), which is the
+    response's identity, not the conversation's: the framework rule then gives the session's id."""
+    value = agent._get_otel_conversation_id(session)
+    return None if _is_response_id(getattr(agent, "client", None), value) else value
 
 
 def session_rule(agent: Any, session: Any, call: Any) -> Optional[str]:
-    """Framework rule: the durable ``AgentSession.session_id`` (str) of a local-history session.
+    """Framework rule: the durable ``AgentSession.session_id`` (str), unless the service will name
+    the conversation.
 
-    When the service stores history (``options["store"]``, else ``client.STORES_BY_DEFAULT``, the
-    framework's own test) the conversation id is the service's, which the agent step reports once
-    it exists; the session id is then never used, so turn 1 and turn 2 report the same id.
+    The service names it when it stores history (``store`` of the effective options, else
+    ``client.STORES_BY_DEFAULT``: the framework's own test) and the continuation is a real
+    conversation; the agent step reports it once it exists, so turn 1 and turn 2 report the same
+    id. An OpenAI Responses chain (``previous_response_id``, no ``conv_*`` conversation) is the
+    session's story: its ``session_id``, on every turn, the first included.
     """
     if session is None:
         return None
-    options = (call.kwargs or {}).get("options") or {}
-    store = options.get("store") if hasattr(options, "get") else None
-    if store is None:
-        store = getattr(getattr(agent, "client", None), "STORES_BY_DEFAULT", False)
-    if store:
-        return None
     sid = getattr(session, "session_id", None)
-    return sid if isinstance(sid, str) else None
+    if not isinstance(sid, str):
+        return None
+    options = _effective_options(agent, call)
+    client = getattr(agent, "client", None)
+    continuation = getattr(session, "service_session_id", None) or options.get("conversation_id")
+    if _is_responses_client(client) and not (isinstance(continuation, str) and continuation.startswith("conv_")):
+        return sid
+    store = options.get("store")
+    if store is None:
+        store = getattr(client, "STORES_BY_DEFAULT", False)
+    return None if store else sid
 
 
 def _framework_emits_span() -> bool:
@@ -101,6 +144,7 @@ def _run_wrapper(handler: RunHandler, kind: str):
             run = handler.start(
                 framework=NAME, agent=instance, session=kwargs.get("session"), args=args, kwargs=kwargs,
                 rule=None if kind == "a2a" else session_rule, span=spec, delegation_id=delegation_id,
+                agent_step=agent_step if kind == "agent" else None,
             )
         except Exception:  # noqa: BLE001 - never break the application
             run = None
@@ -111,26 +155,66 @@ def _run_wrapper(handler: RunHandler, kind: str):
     return wrapper
 
 
-def _learn(scope: Any, span: Any, response: Any) -> None:
-    """First turn: adopt ``ChatResponse.conversation_id`` (the id the service just assigned)."""
-    if scope.learn(getattr(response, "conversation_id", None)) and span.is_recording():
-        span.set_attribute(attrs.GEN_AI_CONVERSATION_ID, scope.conversation_id)
+def _learn(scope: Any, span: Any, response: Any, client: Any = None) -> None:
+    """First turn: adopt ``ChatResponse.conversation_id`` (the id the service just assigned), not a
+    response id of the Responses client nor the framework's local-history sentinel."""
+    cid = getattr(response, "conversation_id", None)
+    if _is_response_id(client, cid) or (_is_local_sentinel is not None and _is_local_sentinel(cid)):
+        return
+    if scope.learn(cid) and span.is_recording():
+        span.set_attribute(attrs.GEN_AI_CONVERSATION_ID, scope.conversation_id)  # the open chat span
 
 
-def _chat_wrapper(wrapped, instance, args, kwargs):
-    """Wrapper of ``BaseChatClient.get_response(messages, *, stream=False, ...)`` inside a run
-    whose conversation is not known yet: the chat span and all later spans get the service's id."""
+def _correct_chat_span(span: Any, scope: Any, client: Any) -> None:
+    """The framework's chat telemetry sets ``gen_ai.conversation.id`` after the span started (so
+    after our stamp), and again with the response, to the chat option ``conversation_id``: for a
+    Responses chain, the previous response id. Just before the chat span ends, the run's id
+    replaces it; without one, a response id is removed (it stays on the previous chat span as
+    ``gen_ai.response.id``)."""
+    try:
+        if not span.is_recording():
+            return
+        current = (span.attributes or {}).get(attrs.GEN_AI_CONVERSATION_ID)
+        if scope.conversation_id is not None:
+            if current is not None and current != scope.conversation_id:
+                span.set_attribute(attrs.GEN_AI_CONVERSATION_ID, scope.conversation_id)
+        elif _is_response_id(client, current):
+            store = getattr(span, "_attributes", None)  # the SDK's BoundedAttributes: no public delete
+            with store._lock:
+                del store._dict[attrs.GEN_AI_CONVERSATION_ID]
+    except Exception:  # noqa: BLE001
+        _logger.debug("otel-agent-identity: could not correct a chat span", exc_info=True)
+
+
+def _chat_wrapper(handler: RunHandler):
+    def wrapper(wrapped, instance, args, kwargs):
+        scope = current_scope()
+        if scope is not None:
+            try:
+                span = trace.get_current_span()  # the framework's chat span (it is current here)
+                if span.is_recording() and (span.attributes or {}).get(attrs.GEN_AI_OPERATION_NAME) == "chat":
+                    handler.processor.watch(span, lambda sp: _correct_chat_span(sp, scope, instance))
+            except Exception:  # noqa: BLE001
+                pass
+        return _chat_call(wrapped, instance, args, kwargs, scope)
+
+    return wrapper
+
+
+def _chat_call(wrapped, instance, args, kwargs, scope):
+    """``BaseChatClient.get_response(messages, *, stream=False, ...)`` inside a run whose
+    conversation is not known yet (or only provisionally): the chat span and all later spans get
+    the service's id."""
     result = wrapped(*args, **kwargs)
     try:
-        scope = current_scope()
-        if scope is None or scope.conversation_id is not None:
+        if scope is None or (scope.conversation_id is not None and not scope.provisional):
             return result
         span = trace.get_current_span()
         if inspect.iscoroutine(result):
-            return _await_and_learn(result, scope, span)
+            return _await_and_learn(result, scope, span, instance)
         if hasattr(result, "with_result_hook"):
             def _hook(final):
-                _learn(scope, span, final)
+                _learn(scope, span, final, instance)
                 return final
 
             return result.with_result_hook(_hook)
@@ -139,10 +223,10 @@ def _chat_wrapper(wrapped, instance, args, kwargs):
     return result
 
 
-async def _await_and_learn(coro, scope, span):
+async def _await_and_learn(coro, scope, span, client):
     response = await coro
     try:
-        _learn(scope, span, response)
+        _learn(scope, span, response, client)
     except Exception:  # noqa: BLE001
         pass
     return response
@@ -152,8 +236,12 @@ def instrument(handler: RunHandler) -> None:
     """Wrap the run methods; a class missing from this framework version is skipped."""
     import importlib
 
-    global _observability
+    global _observability, _is_local_sentinel
     _observability = importlib.import_module("agent_framework.observability")
+    _is_local_sentinel = getattr(importlib.import_module("agent_framework"), "is_local_history_conversation_id", None)
+    if _is_local_sentinel is None:
+        _is_local_sentinel = getattr(importlib.import_module("agent_framework._sessions"),
+                                     "is_local_history_conversation_id", None)
     kinds = {"Agent": "agent", "A2AAgent": "a2a", "WorkflowAgent": "workflow"}
     for module_name, cls_name, method in _TARGETS:
         try:
@@ -165,7 +253,7 @@ def instrument(handler: RunHandler) -> None:
         _wrapped.append((cls, method))
     module_name, cls_name, method = _CHAT_TARGET
     cls = getattr(importlib.import_module(module_name), cls_name)
-    wrap_function_wrapper(cls, method, _chat_wrapper)
+    wrap_function_wrapper(cls, method, _chat_wrapper(handler))
     _wrapped.append((cls, method))
 
 
