@@ -124,16 +124,23 @@ class Run:
                  agent_step=None):
         self._h = handler
         self._agent, self._session, self._rule, self._agent_step = agent, session, rule, agent_step
-        self._call = RunCall(framework, args, kwargs)
-        self._pre = handler.registry.extract(agent, session, self._call, rule, agent_step)
         outer = current_scope()
+        self._call = RunCall(framework, args, kwargs, outer=outer)
+        self._pre = handler.registry.extract(agent, session, self._call, rule, agent_step)
+        session_id = getattr(session, "session_id", None)
+        session_id = session_id if isinstance(session_id, str) else None
         self.scope = IdentityScope(
             conversation_id=self._pre.conversation_id if self._pre else None,
             execution_id=new_execution_id(run_id),
             delegation_id=delegation_id,
             parent_execution_id=outer.execution_id if outer else None,
             parent_conversation_id=outer.conversation_id if outer else None,
-            provisional=bool(self._pre and self._pre.source == SOURCE_FRAMEWORK),
+            session_id=session_id,
+            # only the local session id is a fallback; a session shared with the enclosing run is its story
+            provisional=bool(
+                self._pre and self._pre.source == SOURCE_FRAMEWORK and self._pre.conversation_id == session_id
+                and not (outer is not None and session_id is not None and outer.session_id == session_id)
+            ),
             accepts=handler.registry.accepts,
         )
         self._finished = False

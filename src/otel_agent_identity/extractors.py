@@ -43,6 +43,8 @@ class RunCall(NamedTuple):
         args / kwargs: the wrapped run method's arguments, as the application passed them.
         phase: ``"before"`` the run or ``"after"`` it (the service may assign an id in the first turn).
         result: the run's result in the ``"after"`` phase when one is at hand, else None.
+        outer: the enclosing run's :class:`~otel_agent_identity.scope.IdentityScope` for a nested
+            run (its ``conversation_id``, ``session_id``), else None.
     """
 
     framework: str
@@ -50,6 +52,7 @@ class RunCall(NamedTuple):
     kwargs: Optional[Mapping[str, Any]] = None
     phase: str = "before"
     result: Any = None
+    outer: Any = None
 
 
 class Extracted(NamedTuple):

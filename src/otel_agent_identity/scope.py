@@ -34,6 +34,8 @@ class IdentityScope:
         delegation_id: the hop's delegation id, or None outside a hop.
         parent_execution_id: the enclosing run's execution id, for a nested run.
         parent_conversation_id: the enclosing run's conversation id, for a nested run.
+        session_id: the durable id of the run's framework session (e.g. ``AgentSession.session_id``),
+            so a nested run handed the same session can tell.
         provisional: the conversation id is a framework fallback (a local session id) that an id
             the service assigns during the run replaces (see :meth:`learn`).
     """
@@ -43,6 +45,7 @@ class IdentityScope:
     delegation_id: Optional[str] = None
     parent_execution_id: Optional[str] = None
     parent_conversation_id: Optional[str] = None
+    session_id: Optional[str] = None
     provisional: bool = False
     attributes: dict[str, Any] = field(default_factory=dict)
     #: set by the run handler: called with the first ``invoke_agent`` span started in this scope

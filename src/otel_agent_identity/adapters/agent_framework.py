@@ -75,10 +75,23 @@ def _is_response_id(client: Any, value: Any) -> bool:
     return isinstance(value, str) and not value.startswith("conv_") and _is_responses_client(client)
 
 
+def _shared_session(session: Any, call: Any) -> Optional[str]:
+    """The enclosing run's conversation id when this run was handed its session
+    (``as_tool(propagate_session=True)`` passes ``AgentSession(session_id=parent.session_id)``)."""
+    outer = call.outer
+    sid = getattr(session, "session_id", None)
+    if outer is None or not isinstance(sid, str) or outer.session_id != sid:
+        return None
+    return outer.conversation_id
+
+
 def agent_step(agent: Any, session: Any, call: Any) -> Optional[str]:
-    """The agent's own ``_get_otel_conversation_id(session)``, except a response id of the OpenAI
-    Responses client (a chain's next ``previous_response_id``, new every turn), which is the
-    response's identity, not the conversation's: the framework rule then gives the session's id."""
+    """The agent's own ``_get_otel_conversation_id(session)``, except for a session shared with the
+    enclosing run (the service state of the sub-agent's copy is isolated, not the story) and a
+    response id of the OpenAI Responses client (a chain's next ``previous_response_id``, new every
+    turn: the response's identity, not the conversation's); the framework rule answers then."""
+    if session is not None and _shared_session(session, call) is not None:
+        return None
     value = agent._get_otel_conversation_id(session)
     return None if _is_response_id(getattr(agent, "client", None), value) else value
 
@@ -91,10 +104,14 @@ def session_rule(agent: Any, session: Any, call: Any) -> Optional[str]:
     ``client.STORES_BY_DEFAULT``: the framework's own test) and the continuation is a real
     conversation; the agent step reports it once it exists, so turn 1 and turn 2 report the same
     id. An OpenAI Responses chain (``previous_response_id``, no ``conv_*`` conversation) is the
-    session's story: its ``session_id``, on every turn, the first included.
+    session's story: its ``session_id``, on every turn, the first included. A sub-agent handed the
+    enclosing run's session (same ``session_id``) reports the enclosing run's conversation id.
     """
     if session is None:
         return None
+    shared = _shared_session(session, call)
+    if shared is not None:
+        return shared
     sid = getattr(session, "session_id", None)
     if not isinstance(sid, str):
         return None
