@@ -87,6 +87,7 @@ class RunHandler:
         run_id: Optional[str] = None,
         delegation_id: Optional[str] = None,
         agent_step: Optional[Extractor] = None,
+        claim: bool = True,
     ) -> Optional["Run"]:
         """Begin a run; None if anything failed here (the caller then runs the original, bare).
 
@@ -97,11 +98,15 @@ class RunHandler:
             delegation_id: set for hops to another agent.
             agent_step: the adapter's reading of the agent's own step (see
                 :meth:`~otel_agent_identity.extractors.ExtractorRegistry.extract`).
+            claim: with ``span=None``, enrich the first ``invoke_agent`` span started in the run
+                (the framework's); False for a run that has no agent span of its own (a plain
+                workflow run: its spans are only stamped).
         """
         try:
             if not self._attached and self.provider is not None:
                 self.attach_processor(self.provider)
-            return Run(self, framework, agent, session, args, kwargs, rule, span, run_id, delegation_id, agent_step)
+            return Run(self, framework, agent, session, args, kwargs, rule, span, run_id, delegation_id, agent_step,
+                       claim)
         except Exception:  # noqa: BLE001
             _logger.debug("otel-agent-identity: could not start run tracking", exc_info=True)
             return None
@@ -121,7 +126,7 @@ class Run:
                  "__weakref__")
 
     def __init__(self, handler, framework, agent, session, args, kwargs, rule, span_spec, run_id, delegation_id,
-                 agent_step=None):
+                 agent_step=None, claim=True):
         self._h = handler
         self._agent, self._session, self._rule, self._agent_step = agent, session, rule, agent_step
         outer = current_scope()
@@ -136,6 +141,7 @@ class Run:
             parent_execution_id=outer.execution_id if outer else None,
             parent_conversation_id=outer.conversation_id if outer else None,
             session_id=session_id,
+            owner=agent,
             # only the local session id is a fallback; a session shared with the enclosing run is its story
             provisional=bool(
                 self._pre and self._pre.source == SOURCE_FRAMEWORK and self._pre.conversation_id == session_id
@@ -146,7 +152,8 @@ class Run:
         self._finished = False
         self.span: Optional[trace.Span] = None
         if span_spec is None:
-            self.scope.claim_agent_span = self._claim
+            if claim:
+                self.scope.claim_agent_span = self._claim
         else:
             token = attach(self.scope)  # the processor stamps this run's ids on it, not the outer run's
             try:

@@ -63,6 +63,7 @@ class IdentityScope:
         delegation_id: the hop's delegation id, or None outside a hop.
         parent_execution_id: the enclosing run's execution id, for a nested run.
         parent_conversation_id: the enclosing run's conversation id, for a nested run.
+        owner: the framework object whose run this is (an agent, a workflow), or None.
         session_id: the durable id of the run's framework session (e.g. ``AgentSession.session_id``),
             so a nested run handed the same session can tell.
         provisional: the conversation id is a framework fallback (a local session id) that an id
@@ -76,6 +77,7 @@ class IdentityScope:
     parent_conversation_id: Optional[str] = None
     session_id: Optional[str] = None
     provisional: bool = False
+    owner: Any = None
     attributes: dict[str, Any] = field(default_factory=dict)
     #: set by the run handler: called with the first ``invoke_agent`` span started in this scope
     claim_agent_span: Optional[Callable[[Any], None]] = None

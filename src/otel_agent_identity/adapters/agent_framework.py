@@ -43,6 +43,7 @@ REQUIREMENTS = ("agent-framework-core >= 1.23, < 2",)
 _TARGETS = [
     ("agent_framework", "Agent", "run"),
     ("agent_framework", "WorkflowAgent", "run"),
+    ("agent_framework", "Workflow", "run"),
     ("agent_framework.a2a", "A2AAgent", "run"),
 ]
 _CHAT_TARGET = ("agent_framework", "BaseChatClient", "get_response")
@@ -130,13 +131,57 @@ def _framework_emits_span() -> bool:
     return bool(_observability.OBSERVABILITY_SETTINGS.ENABLED)
 
 
-def _span_spec(agent: Any, kind: SpanKind) -> SpanSpec:
-    name = getattr(agent, "name", None) or getattr(agent, "id", None) or type(agent).__name__
-    span_attrs = {attrs.GEN_AI_OPERATION_NAME: attrs.INVOKE_AGENT, attrs.GEN_AI_AGENT_NAME: str(name)}
-    agent_id = getattr(agent, "id", None)
-    if isinstance(agent_id, str):
-        span_attrs[attrs.GEN_AI_AGENT_ID] = agent_id
-    return SpanSpec(f"{attrs.INVOKE_AGENT} {name}", kind, span_attrs)
+_FRAMEWORK_PROVIDER = "microsoft.agent_framework"  # what the framework's own invoke_agent spans say
+
+
+def _str(value: Any) -> Optional[str]:
+    return value if isinstance(value, str) and value else None
+
+
+def _span_spec(agent: Any, kind: str) -> SpanSpec:
+    """The span we create: ``invoke_agent {name}`` (CLIENT for an ``A2AAgent``), or
+    ``invoke_workflow {name}`` for a ``WorkflowAgent``, with the GenAI semconv attributes."""
+    name = _str(getattr(agent, "name", None)) or _str(getattr(agent, "id", None)) or type(agent).__name__
+    provider = (_str(getattr(agent, "otel_provider_name", None))
+                or _str(getattr(type(agent), "AGENT_PROVIDER_NAME", None)) or _FRAMEWORK_PROVIDER)
+    operation = attrs.INVOKE_WORKFLOW if kind == "workflow" else attrs.INVOKE_AGENT
+    span_attrs: dict[str, Any] = {
+        attrs.GEN_AI_OPERATION_NAME: operation, attrs.GEN_AI_PROVIDER_NAME: provider, attrs.GEN_AI_AGENT_NAME: name,
+    }
+    for key, value in ((attrs.GEN_AI_AGENT_ID, getattr(agent, "id", None)),
+                       (attrs.GEN_AI_AGENT_DESCRIPTION, getattr(agent, "description", None))):
+        if _str(value):
+            span_attrs[key] = value
+    if kind == "workflow":
+        workflow = getattr(agent, "workflow", None)
+        span_attrs[attrs.GEN_AI_WORKFLOW_NAME] = _str(getattr(workflow, "name", None)) or name
+    if kind == "a2a":
+        version = _a2a_protocol_version(agent)
+        if version:
+            span_attrs[attrs.A2A_PROTOCOL_VERSION] = version
+    span_kind = SpanKind.CLIENT if kind == "a2a" else SpanKind.INTERNAL
+    return SpanSpec(f"{operation} {name}", span_kind, span_attrs)
+
+
+def _a2a_protocol_version(agent: Any) -> Optional[str]:
+    """The A2A protocol version an ``A2AAgent``'s a2a-sdk client speaks: its transport's Agent Card
+    interface's ``protocol_version``; a legacy (``Compat*``) transport speaks 0.3; an interface
+    without one gets a2a-sdk's ``PROTOCOL_VERSION_CURRENT`` (what its transports send in ``A2A-Version``)."""
+    client = getattr(agent, "client", None)
+    transport = getattr(client, "_transport", None)
+    if transport is None:
+        return None
+    if type(transport).__name__.startswith("Compat"):
+        return "0.3"
+    url = getattr(transport, "url", None)
+    for interface in getattr(getattr(client, "_card", None), "supported_interfaces", None) or ():
+        if getattr(interface, "url", None) == url and _str(getattr(interface, "protocol_version", None)):
+            return interface.protocol_version
+    try:
+        from a2a.utils.constants import PROTOCOL_VERSION_CURRENT
+    except ImportError:
+        return None
+    return PROTOCOL_VERSION_CURRENT
 
 
 def _last_message_id(args: tuple, kwargs: dict) -> Optional[str]:
@@ -152,12 +197,14 @@ def _run_wrapper(handler: RunHandler, kind: str):
     """Wrapper of ``run(self, messages=None, *, stream=False, session=None, **kw)``."""
 
     def wrapper(wrapped, instance, args, kwargs):
+        if kind == "plain_workflow":
+            return _workflow_run(handler, wrapped, instance, args, kwargs)
         try:
             delegation_id = new_delegation_id(_last_message_id(args, kwargs)) if kind == "a2a" else None
             if kind == "agent" and _framework_emits_span():
                 spec = None
             else:
-                spec = _span_spec(instance, SpanKind.CLIENT if kind == "a2a" else SpanKind.INTERNAL)
+                spec = _span_spec(instance, kind)
             run = handler.start(
                 framework=NAME, agent=instance, session=kwargs.get("session"), args=args, kwargs=kwargs,
                 rule=None if kind == "a2a" else session_rule, span=spec, delegation_id=delegation_id,
@@ -170,6 +217,23 @@ def _run_wrapper(handler: RunHandler, kind: str):
         return run.call(wrapped, args, kwargs)
 
     return wrapper
+
+
+def _workflow_run(handler: RunHandler, wrapped, instance, args, kwargs):
+    """``Workflow.run(message=None, *, stream=False, ...)`` called directly (not by the
+    ``WorkflowAgent`` run that wraps this workflow): a run with an execution id and no
+    conversation, stamped on the framework's ``workflow.run`` and ``executor.process`` spans and
+    on every agent run inside (their ``parent.execution.id``). No span of our own."""
+    try:
+        outer = current_scope()
+        if outer is not None and getattr(outer.owner, "workflow", None) is instance:
+            return wrapped(*args, **kwargs)  # part of that WorkflowAgent's run
+        run = handler.start(framework=NAME, agent=instance, session=None, args=args, kwargs=kwargs, claim=False)
+    except Exception:  # noqa: BLE001
+        run = None
+    if run is None:
+        return wrapped(*args, **kwargs)
+    return run.call(wrapped, args, kwargs)
 
 
 def _learn(scope: Any, span: Any, response: Any, client: Any = None) -> None:
@@ -259,7 +323,7 @@ def instrument(handler: RunHandler) -> None:
     if _is_local_sentinel is None:
         _is_local_sentinel = getattr(importlib.import_module("agent_framework._sessions"),
                                      "is_local_history_conversation_id", None)
-    kinds = {"Agent": "agent", "A2AAgent": "a2a", "WorkflowAgent": "workflow"}
+    kinds = {"Agent": "agent", "A2AAgent": "a2a", "WorkflowAgent": "workflow", "Workflow": "plain_workflow"}
     for module_name, cls_name, method in _TARGETS:
         try:
             module = importlib.import_module(module_name)
