@@ -344,7 +344,7 @@ class ScopedStream(wrapt.ObjectProxy):
 
     def __getattr__(self, name: str) -> Any:
         value = getattr(self.__wrapped__, name)
-        if name.startswith("_") or not callable(value) or inspect.isclass(value):
+        if (name.startswith("_") and not name.startswith("_with_")) or not callable(value) or inspect.isclass(value):
             return value
 
         def chained(*args: Any, **kwargs: Any) -> Any:
