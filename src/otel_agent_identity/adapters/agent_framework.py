@@ -1,15 +1,22 @@
-"""Microsoft Agent Framework (agent-framework-core, agent-framework-a2a).
+"""Microsoft Agent Framework (agent-framework-core, agent-framework-a2a, agent-framework-openai).
 
-Wraps ``Agent.run``, ``A2AAgent.run`` and ``WorkflowAgent.run`` (both return shapes: a coroutine,
-and a ``ResponseStream`` with ``stream=True``). ``Agent`` runs are enriched on the framework's own
+Wraps ``Agent.run``, ``A2AAgent.run``, ``WorkflowAgent.run`` and ``Workflow.run`` (both return
+shapes: a coroutine, and a ``ResponseStream`` with ``stream=True``, whose combinators and
+``await`` keep the run's scope). ``Agent`` runs are enriched on the framework's own
 ``invoke_agent`` span when its telemetry is on (``OBSERVABILITY_SETTINGS.ENABLED``), else we create
-one; ``A2AAgent`` (CLIENT) and ``WorkflowAgent`` (INTERNAL) emit none, so we create it.
+one; ``A2AAgent`` (CLIENT ``invoke_agent``) and ``WorkflowAgent`` (INTERNAL ``invoke_workflow``)
+emit none, so we create it. A plain ``Workflow.run()`` gets an execution id on the framework's
+``workflow.run``/``executor.process`` spans, and no span of ours.
 
 Conversation id, in order: registered override; ``agent._get_otel_conversation_id(session)``
 (ADR-0029: ``AgentSession.service_session_id`` when a string, A2A ``context_id``); then this
 module's rule, the framework's durable ``AgentSession.session_id``. No session, no id. An
-``A2AAgent``'s conversation is the remote one (the A2A contextId, service-assigned on the first
-turn, learned from the response by the a2a-sdk adapter), so the local session id is never used.
+OpenAI Responses chain (agent-framework-openai ``OpenAIChatClient``: the continuation value is the
+previous ``resp_*``, single-result identity per ADR-0029) is the session's ``session_id``; a
+``conv_*`` conversation is the service's. A sub-agent handed its caller's session
+(``as_tool(propagate_session=True)``) reports the caller's conversation. An ``A2AAgent``'s
+conversation is the remote one (the A2A contextId, service-assigned on the first turn, learned
+from the response by the a2a-sdk adapter), so the local session id is never used.
 
 An ``A2AAgent`` run is a delegation: its ``agent_identity.delegation.id`` is the one given with
 ``otel_agent_identity.delegation(key=...)``, else UUID5 of the ``message_id`` of the last input
