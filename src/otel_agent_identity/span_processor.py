@@ -38,9 +38,7 @@ class _IdentityKeepingAttributes(BoundedAttributes):
         plain[key] = value
 
 
-def _keep_identity(store) -> None:
-    if type(store) is BoundedAttributes and hasattr(BoundedAttributes, "_setitem_locked"):
-        store.__class__ = _IdentityKeepingAttributes
+_CAN_KEEP = hasattr(BoundedAttributes, "_setitem_locked")  # the SDK's eviction step (opentelemetry-api >= 1.39)
 
 
 class IdentitySpanProcessor(SpanProcessor):
@@ -67,13 +65,17 @@ class IdentitySpanProcessor(SpanProcessor):
             # applies the limits exactly as on every other span (the agent span's ids included).
             store = getattr(span, "_attributes", None)
             plain = getattr(store, "_dict", None)
-            if plain is not None and store.maxlen is None and store.max_value_len is None:
-                with store._lock:
-                    plain.update(attributes)
-            else:
-                if plain is not None and store.maxlen is not None:
-                    _keep_identity(store)
+            if plain is None:
                 span.set_attributes(attributes)
+            else:
+                maxlen = store.maxlen
+                if maxlen is not None and _CAN_KEEP and type(store) is BoundedAttributes:
+                    store.__class__ = _IdentityKeepingAttributes  # later evictions spare our ids
+                if store.max_value_len is None and (maxlen is None or len(plain) + len(attributes) <= maxlen):
+                    with store._lock:
+                        plain.update(attributes)
+                else:
+                    span.set_attributes(attributes)
         claim = scope.claim_agent_span
         if claim is not None and span.name.startswith("invoke_agent"):
             scope.claim_agent_span = None
