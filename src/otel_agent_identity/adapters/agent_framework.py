@@ -69,12 +69,19 @@ def _effective_options(agent: Any, call: Any) -> dict:
     return merged
 
 
+_RESPONSES_TYPES: dict[type, bool] = {}
+
+
 def _is_responses_client(client: Any) -> bool:
     """The OpenAI Responses client (agent-framework-openai ``RawOpenAIChatClient`` and subclasses)."""
-    return any(
-        c.__name__ == "RawOpenAIChatClient" and c.__module__.startswith("agent_framework_openai")
-        for c in type(client).__mro__
-    )
+    cls = type(client)
+    found = _RESPONSES_TYPES.get(cls)
+    if found is None:
+        found = _RESPONSES_TYPES[cls] = any(
+            c.__name__ == "RawOpenAIChatClient" and c.__module__.startswith("agent_framework_openai")
+            for c in cls.__mro__
+        )
+    return found
 
 
 def _is_response_id(client: Any, value: Any) -> bool:
