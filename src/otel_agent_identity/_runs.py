@@ -200,8 +200,10 @@ class Run:
             self._call._replace(phase="after", result=result), self._rule, self._agent_step,
         )
         out = run_conversation_attributes(self._pre, post, self.scope.conversation_id)
-        if out:
-            span.set_attributes(out)
+        current = span.attributes or {}
+        changed = {k: v for k, v in out.items() if current.get(k) != v}
+        if changed:
+            span.set_attributes(changed)
         effective = out.get(attrs.GEN_AI_CONVERSATION_ID)
         if self.scope.parent_execution_id is None:  # the run serving an inbound hop, if any
             check_served(effective)

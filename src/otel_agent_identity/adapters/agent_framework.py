@@ -287,8 +287,12 @@ def _chat_wrapper(handler: RunHandler):
         if scope is not None:
             try:
                 span = trace.get_current_span()  # the framework's chat span (it is current here)
-                if span.is_recording() and (span.attributes or {}).get(attrs.GEN_AI_OPERATION_NAME) == "chat":
-                    handler.processor.watch(span, lambda sp: _correct_chat_span(sp, scope, instance))
+                if span.is_recording():
+                    current = (span.attributes or {})
+                    # the framework set its value already and sets the same again with the response
+                    if (current.get(attrs.GEN_AI_OPERATION_NAME) == "chat"
+                            and current.get(attrs.GEN_AI_CONVERSATION_ID) not in (None, scope.conversation_id)):
+                        handler.processor.watch(span, lambda sp: _correct_chat_span(sp, scope, instance))
             except Exception:  # noqa: BLE001
                 pass
         return _chat_call(wrapped, instance, args, kwargs, scope)
