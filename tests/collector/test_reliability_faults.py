@@ -1,0 +1,114 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Faults, end to end (docs/reliability.md): the shipped two-tier configs as real processes on
+127.0.0.1, agent-shaped traces from loadgen.py (the SDK's BatchSpanProcessor and OTLP exporter with
+its retries), and a collector process killed (SIGKILL) or stopped (SIGTERM) and started again 3 s
+later. Ground truth is what the sender's exporter reported acknowledged.
+
+- Every acknowledged span reaches the backend (tier 1's raw path), whichever process dies.
+- Verdicts: nothing is lost when tier 1 dies (its queues are on disk); when tier 2 is killed the
+  spans it held are not judged, and the counters say how many (tier 1's load_balancing sent_spans
+  minus tier 2's exporter sent_spans, the `agent_identity:unjudged_spans` rule), never fewer.
+- A restart never yields a mismatch."""
+
+from __future__ import annotations
+
+import signal
+import time
+
+import pytest
+
+import collector_support as cs
+import reliability_support as rs
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.collector,
+    pytest.mark.skipif(bool(cs.collector_missing()), reason=cs.collector_missing() or "collector present"),
+]
+
+TRACES, RATE = 240, 30  # 8 s of sending, 1,200 spans
+DOWN = 3.0  # seconds between the fault and the restart
+
+
+def _wait_backend_has(dep: rs.Deployment, acked: set, timeout: float = 60) -> None:
+    def has_all():
+        got = set(rs.span_keys(dep.backend_spans()))
+        return not (acked - got)
+    cs.wait_for(has_all, timeout, "every acknowledged span in the backend")
+
+
+def _wait_tier2_settled(dep: rs.Deployment, timeout: float = 40) -> None:
+    """Tier 2 exported everything tier 1 handed it: its file exporter's count stopped at tier 1's."""
+    def settled():
+        dep.scrape_now()
+        return rs.metric_sum(dep.tier1.last[-1], "otelcol_exporter_queue_size", exporter="load_balancing") == 0
+    cs.wait_for(settled, timeout, "tier 1's judging queue empty")
+    time.sleep(2 + 1 + 1)  # groupbytrace wait_duration, the batch timeout, the file exporter
+    dep.scrape_now()
+
+
+def _run(tmp_path, role: str, sig) -> dict:
+    dep = rs.Deployment(tmp_path)
+    try:
+        dep.scrape_in_background()
+        out = tmp_path / "loadgen.json"
+        gen = rs.start_loadgen(dep.endpoint, out, traces=TRACES, rate=RATE, timeout=30)
+        if sig is not None:
+            time.sleep(TRACES / RATE * 0.4)
+            victim = getattr(dep, role).current
+            victim.proc.send_signal(sig)
+            victim.proc.wait(timeout=30)
+            time.sleep(DOWN)
+            dep.start(role)
+        result = rs.finish_loadgen(gen, out)
+        acked = rs.key_set(result["acked"])
+        assert acked, result["stderr"][-2000:]
+        _wait_backend_has(dep, acked)
+        _wait_tier2_settled(dep)
+        backend = rs.span_keys(dep.backend_spans())
+        tier2_spans = dep.tier2_spans()
+        tier2 = rs.span_keys(tier2_spans)
+        judged = acked & set(tier2)
+        figures = {
+            "created": len(result["created"]), "acked": len(acked), "sender_failed": result["failed"],
+            "backend_unique": len(acked & set(backend)), "backend_duplicates": sum(backend.values()) - len(backend),
+            "tier2_unique": len(judged), "tier2_duplicates": sum(tier2.values()) - len(tier2),
+            "unjudged_true": len(acked - judged),
+            "unjudged_counted": dep.tier1.total("otelcol_exporter_sent_spans", exporter="load_balancing")
+            - dep.tier2.total("otelcol_exporter_sent_spans", exporter="file"),
+            "verdicts": dict(rs.verdicts(tier2_spans)),
+            "mismatches_counted": dep.tier2.total("agent_identity_mismatches"),
+            "no_callee_counted": dep.tier2.total("agent_identity_no_callee"),
+        }
+        print(role, sig, figures)
+        return figures
+    finally:
+        dep.stop()
+
+
+def test_no_fault_baseline(tmp_path):
+    f = _run(tmp_path, "tier2", None)
+    assert f["acked"] == f["created"] == TRACES * 5
+    assert f["backend_unique"] == f["acked"] and f["backend_duplicates"] == 0
+    assert f["tier2_unique"] == f["acked"] and f["unjudged_counted"] == 0
+    assert f["verdicts"] == {"continued": TRACES}
+    assert f["mismatches_counted"] == 0 and f["no_callee_counted"] == 0
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
+def test_tier1_dies(tmp_path, sig):
+    f = _run(tmp_path, "tier1", sig)
+    assert f["backend_unique"] == f["acked"] > TRACES * 5 * 0.9
+    # Tier 1's judging queue is on disk too: every acknowledged span is judged.
+    assert f["tier2_unique"] == f["acked"]
+    assert f.get("verdicts", {}).get("mismatch", 0) == 0 and f["mismatches_counted"] == 0
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
+def test_tier2_dies(tmp_path, sig):
+    f = _run(tmp_path, "tier2", sig)
+    # The raw path does not go through tier 2: no acknowledged span lost.
+    assert f["backend_unique"] == f["acked"] > TRACES * 5 * 0.9
+    # What tier 2 held and lost is counted, never less than it was.
+    assert f["unjudged_counted"] >= f["unjudged_true"]
+    assert f.get("verdicts", {}).get("mismatch", 0) == 0 and f["mismatches_counted"] == 0
