@@ -10,7 +10,7 @@ GO ?= go
 COLLECTOR_GOFLAGS ?= -trimpath -ldflags=-s\ -w
 PROCESSOR_DIR := collector/processor/agentidentityprocessor
 COLLECTOR_SRC := $(wildcard collector/distribution/*.go collector/distribution/go.* \
-	$(PROCESSOR_DIR)/*.go $(PROCESSOR_DIR)/go.*)
+	$(PROCESSOR_DIR)/*.go $(PROCESSOR_DIR)/*/*.go $(PROCESSOR_DIR)/go.*)
 
 .PHONY: collector collector-generate test-go test-rules bench-go fuzz-go
 

@@ -115,6 +115,7 @@ class Deployment:
         elif role == "tier2":
             col = cs.start_collector("tier2-identity.yaml", self.workdir, name="tier2", ports=self.ports[role],
                                      extra_configs=self.tier2_configs, GROUPBYTRACE_WAIT=self.wait,
+                                     DRAIN_DELAY=f"{_seconds(self.wait) + 1}s",
                                      **self.tier2_env)
         else:
             col = cs.start_collector(
@@ -156,6 +157,10 @@ class Deployment:
 
     def tier2_spans(self) -> list[cs.Span]:
         return read_spans_tolerant(self.workdir / "tier2-spans.jsonl")
+
+
+def _seconds(duration: str) -> float:
+    return float(duration.rstrip("s"))
 
 
 def start_loadgen(endpoint: str, out: Path, *, traces: int = 0, rate: float = 20, rates: str = "",
