@@ -13,10 +13,12 @@ later. Ground truth is what the sender's exporter reported acknowledged.
 
 from __future__ import annotations
 
+import re
 import signal
 import time
 
 import pytest
+import yaml
 
 import collector_support as cs
 import reliability_support as rs
@@ -48,9 +50,18 @@ def _wait_tier2_settled(dep: rs.Deployment, timeout: float = 40) -> None:
     dep.scrape_now()
 
 
-def _run(tmp_path, role: str, sig) -> dict:
+def _alert_expr(name: str) -> str:
+    rules = yaml.safe_load((cs.CONFIGS / "alerts" / "agent-identity.rules.yaml").read_text())
+    return next(r["expr"] for g in rules["groups"] for r in g["rules"] if r.get("alert") == name)
+
+
+def _run(tmp_path, role: str, sig, prometheus: bool = False) -> dict:
     dep = rs.Deployment(tmp_path)
+    prom = None
     try:
+        if prometheus:
+            prom = cs.start_prometheus(tmp_path / "prom", [f"127.0.0.1:{dep.ports[r]['metrics_port']}"
+                                                           for r in ("tier1", "tier2")])
         dep.scrape_in_background()
         out = tmp_path / "loadgen.json"
         gen = rs.start_loadgen(dep.endpoint, out, traces=TRACES, rate=RATE, timeout=30)
@@ -81,10 +92,25 @@ def _run(tmp_path, role: str, sig) -> dict:
             "mismatches_counted": dep.tier2.total("agent_identity_mismatches"),
             "no_callee_counted": dep.tier2.total("agent_identity_no_callee"),
         }
+        if prom is not None:
+            figures["prometheus"] = _alert_check(prom)
         print(role, sig, figures)
         return figures
     finally:
         dep.stop()
+        if prom is not None:
+            prom.stop()
+
+
+def _alert_check(prom: cs.Prometheus) -> dict:
+    """TraceContextLost in a real Prometheus that scraped the run: the alert's expression, and its
+    orphaned-spans arm on the counters' totals (a counter that appears with its first increment has
+    no rate yet, and these runs are shorter than the rules' 15-minute windows)."""
+    expr = _alert_expr("AgentIdentityTraceContextLost")
+    arm = expr[expr.index("sum(rate(agent_identity_unresolved"):expr.rindex(")")]
+    totals = re.sub(r"rate\((.*?)\[15m\]\)", r"\1", arm)
+    time.sleep(3)  # two more scrapes and rule evaluations
+    return {"alert": prom.query(expr), "orphans_explain_no_callee": bool(prom.query(totals)), "arm": totals}
 
 
 def test_no_fault_baseline(tmp_path):
@@ -98,11 +124,18 @@ def test_no_fault_baseline(tmp_path):
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
 def test_tier1_dies(tmp_path, sig):
-    f = _run(tmp_path, "tier1", sig)
+    f = _run(tmp_path, "tier1", sig, prometheus=sig == signal.SIGKILL)
     assert f["backend_unique"] == f["acked"] > TRACES * 5 * 0.9
     # Tier 1's judging queue is on disk too: every acknowledged span is judged.
     assert f["tier2_unique"] == f["acked"]
     assert f.get("verdicts", {}).get("mismatch", 0) == 0 and f["mismatches_counted"] == 0
+    if "prometheus" in f:
+        # The senders' retries arrived after wait_duration: fragments, no_callee on the caller's
+        # half, unresolved on the callee's. The share is high, yet it is not a page.
+        p = f["prometheus"]
+        assert p["alert"] == [], p
+        if f["no_callee_counted"]:
+            assert p["orphans_explain_no_callee"], p
 
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
