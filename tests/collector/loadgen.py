@@ -10,7 +10,8 @@ TracerProvider and a BatchSpanProcessor over the SDK's OTLP/HTTP exporter, with 
 (``OTEL_EXPORTER_OTLP_TRACES_TIMEOUT`` bounds them).
 
 Ground truth written to ``--out`` (JSON): every span created and every span the exporter
-acknowledged (its export returned SUCCESS), as ``[trace_id, span_id]`` hex pairs.
+acknowledged (its export returned SUCCESS), as ``[trace_id, span_id]`` hex pairs, and every
+conversation, execution and delegation id used (``ids``).
 ``--rates 20:5,200:5`` sends 20 traces/s for 5 s, then 200/s for 5 s (``--traces`` is ignored then).
 """
 
@@ -64,16 +65,17 @@ def _provider(service: str, endpoint: str, acked: list, lock: threading.Lock) ->
     return provider, exporter
 
 
-def one_trace(orch: trace.Tracer, spec: trace.Tracer, conv: str, created: list) -> None:
-    execution = uuid.uuid4().hex
+def one_trace(orch: trace.Tracer, spec: trace.Tracer, conv: str, created: list, ids: list) -> None:
+    execution, callee_execution, delegation = uuid.uuid4().hex, uuid.uuid4().hex, uuid.uuid4().hex
+    ids.extend((conv, execution, callee_execution, delegation))
     with orch.start_as_current_span("invoke_agent orchestrator", attributes={
             OP: "invoke_agent", AGENT: "orchestrator", CONV: conv, EXECUTION: execution}) as root:
         with orch.start_as_current_span("invoke_agent specialist", kind=trace.SpanKind.CLIENT, attributes={
                 OP: "invoke_agent", AGENT: "specialist", CONV: conv, EXECUTION: execution,
-                DELEGATION: uuid.uuid4().hex}) as client:
+                DELEGATION: delegation}) as client:
             with spec.start_as_current_span("POST /", kind=trace.SpanKind.SERVER) as server:
                 with spec.start_as_current_span("invoke_agent specialist", attributes={
-                        OP: "invoke_agent", AGENT: "specialist", CONV: conv, EXECUTION: uuid.uuid4().hex}) as agent:
+                        OP: "invoke_agent", AGENT: "specialist", CONV: conv, EXECUTION: callee_execution}) as agent:
                     with spec.start_as_current_span("chat model", kind=trace.SpanKind.CLIENT,
                                                     attributes={OP: "chat"}) as chat:
                         pass
@@ -95,6 +97,7 @@ def main() -> None:
 
     acked: list = []
     created: list = []
+    ids: list = []
     lock = threading.Lock()
     orch_provider, orch_exp = _provider("orchestrator", args.endpoint, acked, lock)
     spec_provider, spec_exp = _provider("specialist", args.endpoint, acked, lock)
@@ -106,7 +109,7 @@ def main() -> None:
         while (due := step_start + n / rate) < step_start + seconds:
             if (delay := due - time.monotonic()) > 0:
                 time.sleep(delay)
-            one_trace(orch, spec, f"conv-{args.run}-{i}", created)
+            one_trace(orch, spec, f"conv-{args.run}-{i}", created, ids)
             i, n = i + 1, n + 1
         sent_per_step.append({"rate": rate, "seconds": seconds, "traces": n,
                               "achieved_rate": n / max(time.monotonic() - step_start, 1e-9)})
@@ -114,7 +117,7 @@ def main() -> None:
     orch_provider.shutdown()  # flushes: the exporter retries within its timeout
     spec_provider.shutdown()
     with open(args.out, "w") as out:
-        json.dump({"created": created, "acked": acked, "failed": orch_exp.failed + spec_exp.failed,
+        json.dump({"created": created, "acked": acked, "ids": ids, "failed": orch_exp.failed + spec_exp.failed,
                    "steps": sent_per_step, "sending_seconds": sending,
                    "total_seconds": time.monotonic() - start}, out)
 

@@ -199,3 +199,15 @@ def by_trace(keys) -> dict[str, set[str]]:
     for t, s in keys:
         out[t].add(s)
     return out
+
+
+def ids_in_logs(workdir: Path, ids: list[str]) -> dict[str, list[str]]:
+    """Conversation, execution and delegation ids (``ids``) found in the collector logs of ``workdir``."""
+    found: dict[str, list[str]] = {}
+    wanted = set(ids)
+    token = re.compile(r"conv-[0-9a-f]+-[0-9]+|[0-9a-f]{32}")
+    for log in workdir.glob("*.log"):
+        hits = sorted(set(token.findall(log.read_text(errors="replace"))) & wanted)
+        if hits:
+            found[log.name] = hits[:5]
+    return found

@@ -9,7 +9,8 @@ later. Ground truth is what the sender's exporter reported acknowledged.
   drain processor lets groupbytrace release what it holds); when tier 2 is killed the spans it
   held are not judged, and the counters say how many (tier 1's load_balancing sent_spans
   minus tier 2's exporter sent_spans, the `agent_identity:unjudged_spans` rule), never fewer.
-- A restart never yields a mismatch."""
+- A restart never yields a mismatch, and no collector log carries a conversation, execution or
+  delegation id."""
 
 from __future__ import annotations
 
@@ -94,7 +95,11 @@ def _run(tmp_path, role: str, sig, prometheus: bool = False) -> dict:
         }
         if prom is not None:
             figures["prometheus"] = _alert_check(prom)
+        figures["ids_in_logs"] = rs.ids_in_logs(tmp_path, result["ids"])
         print(role, sig, figures)
+        # At the default log level, through kills, restarts, errors and retries: no conversation,
+        # execution or delegation id in any collector log.
+        assert figures["ids_in_logs"] == {}
         return figures
     finally:
         dep.stop()
