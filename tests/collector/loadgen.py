@@ -65,7 +65,8 @@ def _provider(service: str, endpoint: str, acked: list, lock: threading.Lock) ->
     return provider, exporter
 
 
-def one_trace(orch: trace.Tracer, spec: trace.Tracer, conv: str, created: list, ids: list) -> None:
+def one_trace(orch: trace.Tracer, spec: trace.Tracer, conv: str, created: list, ids: list,
+              payload: str = "") -> None:
     execution, callee_execution, delegation = uuid.uuid4().hex, uuid.uuid4().hex, uuid.uuid4().hex
     ids.extend((conv, execution, callee_execution, delegation))
     with orch.start_as_current_span("invoke_agent orchestrator", attributes={
@@ -76,8 +77,9 @@ def one_trace(orch: trace.Tracer, spec: trace.Tracer, conv: str, created: list, 
             with spec.start_as_current_span("POST /", kind=trace.SpanKind.SERVER) as server:
                 with spec.start_as_current_span("invoke_agent specialist", attributes={
                         OP: "invoke_agent", AGENT: "specialist", CONV: conv, EXECUTION: callee_execution}) as agent:
+                    chat_attrs = {OP: "chat", "gen_ai.input.messages": payload} if payload else {OP: "chat"}
                     with spec.start_as_current_span("chat model", kind=trace.SpanKind.CLIENT,
-                                                    attributes={OP: "chat"}) as chat:
+                                                    attributes=chat_attrs) as chat:
                         pass
     created.extend([f"{s.get_span_context().trace_id:032x}", f"{s.get_span_context().span_id:016x}"]
                    for s in (root, client, server, agent, chat))
@@ -91,10 +93,13 @@ def main() -> None:
     parser.add_argument("--rates", default="", help="steps RATE:SECONDS,... (overrides --traces/--rate)")
     parser.add_argument("--run", default=uuid.uuid4().hex[:8], help="conversation id prefix")
     parser.add_argument("--out", required=True)
+    parser.add_argument("--payload-bytes", type=int, default=0,
+                        help="a gen_ai.input.messages attribute of this size on each chat span (prompt-sized spans)")
     args = parser.parse_args()
     steps = ([(float(r), float(d)) for r, d in (s.split(":") for s in args.rates.split(","))] if args.rates
              else [(args.rate, args.traces / args.rate)])
 
+    payload = "x" * args.payload_bytes
     acked: list = []
     created: list = []
     ids: list = []
@@ -109,7 +114,7 @@ def main() -> None:
         while (due := step_start + n / rate) < step_start + seconds:
             if (delay := due - time.monotonic()) > 0:
                 time.sleep(delay)
-            one_trace(orch, spec, f"conv-{args.run}-{i}", created, ids)
+            one_trace(orch, spec, f"conv-{args.run}-{i}", created, ids, payload)
             i, n = i + 1, n + 1
         sent_per_step.append({"rate": rate, "seconds": seconds, "traces": n,
                               "achieved_rate": n / max(time.monotonic() - step_start, 1e-9)})

@@ -164,10 +164,11 @@ def _seconds(duration: str) -> float:
 
 
 def start_loadgen(endpoint: str, out: Path, *, traces: int = 0, rate: float = 20, rates: str = "",
-                  timeout: float = 30) -> subprocess.Popen:
+                  timeout: float = 30, payload_bytes: int = 0) -> subprocess.Popen:
     """loadgen.py in its own process; the SDK exporter retries for up to ``timeout`` seconds per batch."""
     args = [sys.executable, str(LOADGEN), "--endpoint", endpoint, "--out", str(out), "--rate", str(rate)]
     args += ["--rates", rates] if rates else ["--traces", str(traces)]
+    args += ["--payload-bytes", str(payload_bytes)]
     env = dict(os.environ, OTEL_EXPORTER_OTLP_TRACES_TIMEOUT=str(timeout))
     return subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
