@@ -6,13 +6,15 @@
 #                       then fuzz every Fuzz* target for FUZZTIME (bounded: make test runs it)
 #   test-rules          promtool test rules on the alert-rule tests
 #   bench-go            processor benchmark beside the groupbytrace baseline
+#   test-reliability    the fault, load, application and security scenarios, printing their figures
+#                       (docs/reliability.md); make test runs them too, quietly
 GO ?= go
 COLLECTOR_GOFLAGS ?= -trimpath -ldflags=-s\ -w
 PROCESSOR_DIR := collector/processor/agentidentityprocessor
 COLLECTOR_SRC := $(wildcard collector/distribution/*.go collector/distribution/go.* \
 	$(PROCESSOR_DIR)/*.go $(PROCESSOR_DIR)/*/*.go $(PROCESSOR_DIR)/go.*)
 
-.PHONY: collector collector-generate test-go test-rules bench-go fuzz-go
+.PHONY: collector collector-generate test-go test-rules bench-go fuzz-go test-reliability
 
 collector: $(COLLECTOR_BIN)
 
@@ -41,3 +43,6 @@ bench-go:
 
 test-rules: system-deps
 	promtool test rules collector-config/alerts/tests/*.yaml
+
+test-reliability: venv collector system-deps
+	AGENT_IDENTITY_COLLECTOR=$(abspath $(COLLECTOR_BIN)) $(PY) -m pytest -s -q tests/collector/test_reliability_*.py
