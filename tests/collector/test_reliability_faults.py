@@ -154,3 +154,28 @@ def test_tier2_dies(tmp_path, sig):
     # What tier 2 held and lost is counted, never less than it was.
     assert f["unjudged_counted"] >= f["unjudged_true"]
     assert f.get("verdicts", {}).get("mismatch", 0) == 0 and f["mismatches_counted"] == 0
+
+
+def test_tier1_queue_survives_its_sigkill_while_downstream_is_down(tmp_path):
+    """Tier 2 and the backend are down: tier 1 acknowledges into its persistent queues, is SIGKILLed
+    with them full, and after the restart (downstream back) delivers and gets judged every span."""
+    dep = rs.Deployment(tmp_path, start_backend=False, start_tier2=False)
+    try:
+        out = tmp_path / "loadgen.json"
+        result = rs.finish_loadgen(rs.start_loadgen(dep.endpoint, out, traces=100, rate=50), out)
+        acked = rs.key_set(result["acked"])
+        assert len(acked) == 500, result["stderr"][-2000:]
+        dep.scrape_now()
+        queued = {e: rs.metric_sum(dep.tier1.last[-1], "otelcol_exporter_queue_size", exporter=e)
+                  for e in ("otlp_grpc/backend", "load_balancing")}
+        assert all(queued.values()), queued  # what tier 1 holds is only in its queues
+        dep.tier1.current.kill()
+        dep.start("backend")
+        dep.start("tier2")
+        dep.start("tier1")
+        _wait_backend_has(dep, acked)
+        cs.wait_for(lambda: acked <= set(rs.span_keys(dep.tier2_spans())), 60, "every span judged")
+        print("queued at the kill (requests):", queued, "verdicts:", dict(rs.verdicts(dep.tier2_spans())))
+        assert rs.verdicts(dep.tier2_spans()).get("mismatch", 0) == 0
+    finally:
+        dep.stop()
