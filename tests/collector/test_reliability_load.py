@@ -4,7 +4,7 @@
 - memory_limiter: prompt-sized spans (a 32 KiB ``gen_ai.input.messages`` on each chat span) in
   rate steps held 10 s by groupbytrace push the heap over the limit; the receiver answers 503, the
   collector counts the refusals, the SDK retries, and once the load drops everything refused is
-  delivered and judged. Peak RSS (VmHWM) stays under the memory budget: ``limit_mib`` (also
+  delivered and judged (a retry later than wait_duration as a fragment, never a mismatch). Peak RSS (VmHWM) stays under the memory budget: ``limit_mib`` (also
   GOMEMLIMIT) plus the collector's non-heap memory (``NON_HEAP_MIB``).
 - Throughput with and without agentidentity, one run, the same load on two collectors side by
   side: collector CPU seconds per span (the generator, Python, is the bottleneck here).
@@ -72,7 +72,11 @@ def test_memory_limiter_refuses_then_the_sdk_delivers(tmp_path):
         assert figures["sdk_retries_logged"] > 0
         # The SDK's retries delivered everything once the load dropped; all of it judged.
         assert len(acked) == figures["created"] and result["failed"] == 0
-        assert figures["verdicts"] == {"continued": figures["created"] // 5}
+        # A batch the SDK retried for longer than wait_duration lands as a fragment of its trace:
+        # judged no_callee/unresolved, never a mismatch (and not a page: docs/reliability.md).
+        traces, v = figures["created"] // 5, figures["verdicts"]
+        assert v.get("mismatch", 0) == 0 and v.get("continued", 0) + v.get("no_callee", 0) == traces, v
+        assert v.get("unresolved", 0) >= v.get("no_callee", 0), v
         assert peak_mib < LIMIT_MIB + NON_HEAP_MIB, figures
     finally:
         col.stop()
