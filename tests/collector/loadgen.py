@@ -31,6 +31,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
 CONV = "gen_ai.conversation.id"
+REQUESTED = "agent_identity.conversation.requested_id"  # a later turn: the contextId asked to continue
 OP = "gen_ai.operation.name"
 AGENT = "gen_ai.agent.name"
 EXECUTION = "agent_identity.execution.id"
@@ -72,7 +73,7 @@ def one_trace(orch: trace.Tracer, spec: trace.Tracer, conv: str, created: list, 
     with orch.start_as_current_span("invoke_agent orchestrator", attributes={
             OP: "invoke_agent", AGENT: "orchestrator", CONV: conv, EXECUTION: execution}) as root:
         with orch.start_as_current_span("invoke_agent specialist", kind=trace.SpanKind.CLIENT, attributes={
-                OP: "invoke_agent", AGENT: "specialist", CONV: conv, EXECUTION: execution,
+                OP: "invoke_agent", AGENT: "specialist", CONV: conv, REQUESTED: conv, EXECUTION: execution,
                 DELEGATION: delegation}) as client:
             with spec.start_as_current_span("POST /", kind=trace.SpanKind.SERVER) as server:
                 with spec.start_as_current_span("invoke_agent specialist", attributes={
