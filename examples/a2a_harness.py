@@ -67,12 +67,13 @@ def start_collector(binary: str | Path, workdir: Path, groupbytrace_wait: str = 
                     overlays: tuple[Path, ...] = ()) -> Collector:
     """Start the collector; its spans go to ``workdir/spans.jsonl``. ``overlays``: config files
     merged over the single-node config, in order. Raises RuntimeError if it fails."""
-    otlp_http, otlp_grpc, metrics = free_port(), free_port(), free_port()
+    otlp_http, otlp_grpc, metrics, health = free_port(), free_port(), free_port(), free_port()
     spans_file, log = workdir / "spans.jsonl", workdir / "collector.log"
     env = dict(
         os.environ, OTLP_HTTP_ENDPOINT=f"127.0.0.1:{otlp_http}", OTLP_GRPC_ENDPOINT=f"127.0.0.1:{otlp_grpc}",
         AGENT_IDENTITY_METRICS_HOST="127.0.0.1", AGENT_IDENTITY_METRICS_PORT=str(metrics),
         AGENT_IDENTITY_SPANS_FILE=str(spans_file), GROUPBYTRACE_WAIT=groupbytrace_wait, COLLECTOR_LOG_LEVEL="warn",
+        HEALTH_CHECK_ENDPOINT=f"127.0.0.1:{health}",  # the default port is fixed: never clash with another collector
     )
     with open(log, "wb") as out:
         configs = [arg for path in (COLLECTOR_CONFIG, *overlays) for arg in ("--config", str(path))]
