@@ -91,7 +91,8 @@ class Collector(Process):
 
 
 def start_collector(config: str, workdir: Path, name: str = "collector", **env: str) -> Collector:
-    """Start the collector with ``collector-config/<config>`` on free loopback ports."""
+    """Start the collector with ``collector-config/<config>`` on free loopback ports; ``env``
+    overrides its environment (e.g. ``GROUPBYTRACE_WAIT``, default 1s)."""
     workdir.mkdir(parents=True, exist_ok=True)
     ports = {"otlp_http": free_port(), "otlp_grpc": free_port(), "metrics_port": free_port()}
     spans_file, log = workdir / f"{name}-spans.jsonl", workdir / f"{name}.log"
@@ -103,8 +104,8 @@ def start_collector(config: str, workdir: Path, name: str = "collector", **env: 
         AGENT_IDENTITY_METRICS_PORT=str(ports["metrics_port"]),
         AGENT_IDENTITY_SPANS_FILE=str(spans_file),
         GROUPBYTRACE_WAIT="1s",
-        **env,
     )
+    full_env.update(env)
     with open(log, "wb") as out:
         proc = subprocess.Popen([COLLECTOR, "--config", str(CONFIGS / config)], env=full_env,
                                 stdout=out, stderr=subprocess.STDOUT)
