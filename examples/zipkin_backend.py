@@ -133,11 +133,11 @@ def start_zipkin(workdir: Path, timeout: float = 90.0) -> Zipkin:
 
 
 def conversations_of(records: list[dict], spans: list[h.Span]) -> dict[str, str]:
-    """``{orchestrator conversation id: specialist name}`` of the orchestrator's delegation
-    ``records`` (``a2a_harness.run_orchestrator``): the ``gen_ai.conversation.id`` of the
-    orchestrator's own ``invoke_agent`` span in each record's trace (from the collector's spans)."""
-    roots = {s.trace_id: s.attributes.get(CONVERSATION_KEY) for s in spans
-             if s.service == "orchestrator" and s.name.startswith("invoke_agent") and not s.parent_id}
+    """``{caller conversation id: record's "conversation" label}`` of the callers' delegation
+    ``records`` (``a2a_harness.run_orchestrator``, the demo's other callers): the
+    ``gen_ai.conversation.id`` of the root span of each record's trace, the caller's own agent run
+    (from the collector's spans)."""
+    roots = {s.trace_id: s.attributes.get(CONVERSATION_KEY) for s in spans if not s.parent_id}
     out: dict[str, str] = {}
     for rec in records:
         if roots.get(rec["trace_id"]):
