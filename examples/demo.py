@@ -58,16 +58,16 @@ FRAMEWORK_CALLERS = (
 
 
 def start_framework_callers(urls: dict[str, str], endpoint: str, turns: int) -> list:
-    """Start every ``FRAMEWORK_CALLERS`` conversation, one process each, all at once (they run
-    while the orchestrator does); ``framework_records`` waits for them."""
+    """Start every ``FRAMEWORK_CALLERS`` caller, one process each holding one conversation per
+    specialist, all at once (they run while the orchestrator does); ``framework_records`` waits
+    for them."""
     procs = []
     for label, service, script, option, shapes in FRAMEWORK_CALLERS:
+        cmd = [str(h.LAUNCHER), sys.executable, str(h.EXAMPLES / script), "--turns", str(turns)]
         for shape in shapes:
-            conversation = f"conv-{service.split('-')[0]}-{shape}"
-            cmd = [str(h.LAUNCHER), sys.executable, str(h.EXAMPLES / script), "--specialist", urls[shape],
-                   option, conversation, "--turns", str(turns)]
-            procs.append((label, shape, subprocess.Popen(cmd, env=h.otel_env(service, endpoint), text=True,
-                                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)))
+            cmd += ["--specialist", urls[shape], option, f"conv-{service.split('-')[0]}-{shape}"]
+        procs.append((label, shapes, subprocess.Popen(cmd, env=h.otel_env(service, endpoint), text=True,
+                                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)))
     return procs
 
 
@@ -76,19 +76,23 @@ def framework_records(procs: list) -> dict[str, list[dict]]:
     orchestrator's record shape (``requested``: the contextId the turn sent, the one the previous
     turn was answered in; ``answered``: the one this turn was). Raises RuntimeError if one failed."""
     out: dict[str, list[dict]] = {}
-    for label, shape, proc in procs:
+    for label, shapes, proc in procs:
         stdout, stderr = proc.communicate(timeout=120)
         if proc.returncode != 0:
-            raise RuntimeError(f"the {label} caller of {shape} exited with {proc.returncode}:\n{stderr[-2000:]}")
-        previous = None
+            raise RuntimeError(f"the {label} caller exited with {proc.returncode}:\n{stderr[-2000:]}")
+        previous = {}
         for line in stdout.splitlines():
             if line.startswith('{"thread"') or line.startswith('{"session"'):
                 rec = json.loads(line)
-                requested = rec.get("requested", previous) if "session" in rec else previous
+                conversation = rec.get("thread") or rec["session"]
+                shape = next(s for s in shapes if conversation.endswith(f"-{s}"))
+                # the contextId sent: recorded by the OpenAI Agents caller; the LangGraph one sends
+                # the context the previous turn was answered in
+                requested = rec["requested"] if "requested" in rec else previous.get(conversation)
                 out.setdefault(label, []).append({
                     "conversation": f"{shape} via {label}", "specialist": shape, "turn": rec["turn"], "attempt": 1,
                     "requested": requested, "answered": rec["context_id"], "trace_id": rec["trace_id"]})
-                previous = rec["context_id"]
+                previous[conversation] = rec["context_id"]
     return out
 
 

@@ -84,15 +84,18 @@ async def converse(url: str, session_id: str, turns: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--specialist", required=True, metavar="URL", help="specialist JSON-RPC URL")
+    parser.add_argument("--specialist", action="append", required=True, metavar="URL",
+                        help="specialist JSON-RPC URL; repeated: the i-th --session talks to the i-th")
     parser.add_argument("--session", action="append", default=[], help="session ids (one conversation each)")
     parser.add_argument("--turns", type=int, default=3)
     args = parser.parse_args()
     set_trace_processors([])
 
     async def run_all() -> None:
-        for session_id in args.session or ["conv-oa"]:
-            await converse(args.specialist, session_id, args.turns)
+        sessions = args.session or ["conv-oa"]
+        urls = args.specialist if len(args.specialist) > 1 else args.specialist * len(sessions)
+        for url, session_id in zip(urls, sessions):
+            await converse(url, session_id, args.turns)
 
     asyncio.run(run_all())
 
