@@ -213,6 +213,19 @@ def expected_verdict(record: dict, counts: list[int]) -> Optional[bool]:
     return all(n <= 1 for n in counts)
 
 
+def expected_result(record: dict, counts: list[int]) -> str:
+    """The hop verdict the ground truth calls for (the processor's ``agent_identity.hop.result``):
+    ``first_turn`` when the caller requested nothing; ``continued`` when the callee's model saw
+    prior messages; when it saw only the new one, ``context_changed`` if the reply came in another
+    contextId than the one sent (as the caller saw it), else ``state_not_resumed``."""
+    forgot = expected_verdict(record, counts)
+    if forgot is None:
+        return "first_turn"
+    if not forgot:
+        return "continued"
+    return "context_changed" if record.get("answered") != record["requested"] else "state_not_resumed"
+
+
 def stop(proc: subprocess.Popen, timeout: float = 10.0) -> None:
     """Terminate a process we started (and reap it); remove its stderr log unless AGENT_IDENTITY_KEEP_LOGS."""
     if proc.poll() is None:
