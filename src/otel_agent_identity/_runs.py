@@ -23,6 +23,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 from otel_agent_identity import attributes as attrs
 from otel_agent_identity.boundary import check_served
 from otel_agent_identity.extractors import Extracted, Extractor, ExtractorRegistry, RunCall
+from otel_agent_identity.extractors import SOURCE_FRAMEWORK
 from otel_agent_identity.scope import IdentityScope, attach, current_scope, detach, new_execution_id
 from otel_agent_identity.span_processor import IdentitySpanProcessor
 
@@ -195,6 +196,23 @@ class Run:
         except Exception:  # noqa: BLE001
             _logger.debug("otel-agent-identity: finishing the run failed", exc_info=True)
 
+    def learn(self, conversation_id: Any) -> bool:
+        """Adopt the conversation id the framework resolved during the run when the run started
+        without one (Agno generates a session id inside its dispatch): spans started from then on,
+        the run's span and its post-run check use it, with source ``framework``. A bad value is
+        refused (see :meth:`ExtractorRegistry.problem`). Returns True when adopted."""
+        if self._pre is not None or not self.scope.learn(conversation_id):
+            return False
+        self._pre = Extracted(conversation_id, SOURCE_FRAMEWORK)
+        if self.span is not None:
+            self.span.set_attributes(conversation_attributes(self._pre, None))
+        return True
+
+    def hand_off(self) -> "HandOff":
+        """A view of this run for a call whose work goes on in a task it spawns (Agno
+        ``arun(background=True)``): see :class:`HandOff`."""
+        return HandOff(self)
+
     # -- return shapes -----------------------------------------------------------------------
     def call(self, wrapped, args, kwargs):
         """Call ``wrapped`` inside the run and wrap what it returns, keeping its type."""
@@ -249,6 +267,41 @@ class Run:
             self.exit(tokens)
         self.finish(result=result)
         return result
+
+
+class HandOff:
+    """A run whose call returns while its work goes on in a task the call spawns.
+
+    ``call``/``wrap_result`` keep every return shape and the run's scope as :meth:`Run.call` does;
+    until :meth:`task` takes the run over, the result's end (or error) ends the run as usual.
+    After it, only the task's coroutine ends the run, when it completes, fails or is cancelled:
+    a caller that stops reading a background stream does not end a run that is still working.
+    """
+
+    __slots__ = ("run", "handed", "__weakref__")
+
+    def __init__(self, run: Run) -> None:
+        self.run, self.handed = run, False
+
+    def enter(self) -> tuple:
+        return self.run.enter()
+
+    def exit(self, tokens: tuple) -> None:
+        self.run.exit(tokens)
+
+    def finish(self, result: Any = None, error: Optional[BaseException] = None) -> None:
+        if not self.handed:
+            self.run.finish(result=result, error=error)
+
+    def task(self, coro):
+        """Return ``coro`` (the body of the task about to be spawned) running in the run's scope;
+        the run ends when it ends."""
+        self.handed = True
+        return self.run.wrap_result(coro)
+
+    call = Run.call
+    wrap_result = Run.wrap_result
+    _await = Run._await
 
 
 def conversation_attributes(pre: Optional[Extracted], post: Optional[Extracted]) -> dict[str, Any]:

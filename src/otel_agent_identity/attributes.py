@@ -5,6 +5,8 @@ from opentelemetry.semconv._incubating.attributes.gen_ai_attributes import (
     GEN_AI_AGENT_NAME,
     GEN_AI_CONVERSATION_ID,
     GEN_AI_OPERATION_NAME,
+    GEN_AI_PROVIDER_NAME,
+    GEN_AI_WORKFLOW_NAME,
     GenAiOperationNameValues,
 )
 
@@ -13,6 +15,8 @@ __all__ = [
     "GEN_AI_AGENT_NAME",
     "GEN_AI_CONVERSATION_ID",
     "GEN_AI_OPERATION_NAME",
+    "GEN_AI_PROVIDER_NAME",
+    "GEN_AI_WORKFLOW_NAME",
     "INVOKE_AGENT",
     "INVOKE_WORKFLOW",
 ]
