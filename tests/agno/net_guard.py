@@ -27,7 +27,8 @@ class NetGuard:
         self.attempts: list[str] = []
         self.expect_attempts = False  # a test that shows the guard catches a call sets it
 
-    def install(self, monkeypatch) -> None:
+    def install(self, monkeypatch=None) -> None:
+        """Patch with ``monkeypatch.setattr`` (pytest's, undone after the test), else for good."""
         real_getaddrinfo, real_connect, real_connect_ex = socket.getaddrinfo, socket.socket.connect, socket.socket.connect_ex
         guard = self
 
@@ -50,6 +51,7 @@ class NetGuard:
             check(address)
             return real_connect_ex(sock, address)
 
-        monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
-        monkeypatch.setattr(socket.socket, "connect", connect)
-        monkeypatch.setattr(socket.socket, "connect_ex", connect_ex)
+        patch = monkeypatch.setattr if monkeypatch is not None else setattr
+        patch(socket, "getaddrinfo", getaddrinfo)
+        patch(socket.socket, "connect", connect)
+        patch(socket.socket, "connect_ex", connect_ex)
