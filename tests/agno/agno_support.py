@@ -30,7 +30,8 @@ def get_weather(city: str, run_context: RunContext) -> str:
 def make_agent(name: str = "helper", prefix: str = "offline", **kwargs) -> Agent:
     kwargs.setdefault("db", InMemoryDb())
     kwargs.setdefault("add_history_to_context", kwargs["db"] is not None)
-    return Agent(name=name, model=OfflineModel(prefix=prefix), tools=[get_weather], **kwargs)
+    kwargs.setdefault("tools", [get_weather])
+    return Agent(name=name, model=OfflineModel(prefix=prefix), **kwargs)
 
 
 def agent_spans(spans, name: str | None = None) -> list:

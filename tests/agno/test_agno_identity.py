@@ -241,3 +241,48 @@ def test_unsupported_version_is_skipped_with_one_warning(tracer_provider, export
         assert agent_spans(exporter.get_finished_spans()) == []
     finally:
         inst.uninstrument()
+
+
+@pytest.mark.parametrize("how", ["run_response", "run_id", "acontinue_run"])
+async def test_continued_run_keeps_its_run_id_and_session(instrumentor, exporter, how):
+    from agno.tools import tool
+
+    @tool(requires_confirmation=True)
+    def get_weather(city: str) -> str:
+        """Return the weather for a city."""
+        return f"sunny in {city}"
+
+    agent = make_agent(name="careful", tools=[get_weather])
+    paused = agent.run("weather in Paris")
+    assert paused.is_paused
+    for requirement in paused.active_requirements:
+        requirement.confirm()
+    if how == "run_response":
+        done = agent.continue_run(run_response=paused)
+    elif how == "run_id":
+        done = agent.continue_run(run_id=paused.run_id, requirements=paused.requirements, session_id=paused.session_id)
+    else:
+        done = await agent.acontinue_run(run_response=paused)
+    assert done.content == "offline: sunny in Paris" and done.run_id == paused.run_id
+    first, second = agent_spans(exporter.get_finished_spans(), "careful")
+    for span in (first, second):
+        assert (span.attributes[EXEC], span.attributes[CONV]) == (paused.run_id, paused.session_id)
+
+
+async def test_team_background_run_span_covers_the_background_work(instrumentor, exporter):
+    from agno.db.in_memory import InMemoryDb
+    from agno.run.background import await_background_runs
+    from agno.team import Team
+
+    from offline_model import OfflineModel
+
+    member = make_agent(name="weather", id="weather-agent", db=None)
+    team = Team(name="desk", members=[member], db=InMemoryDb(), model=OfflineModel(delegate_to="weather-agent"))
+    pending = await team.arun("delegate: weather in Quito", session_id="conv-tbg", background=True)
+    await await_background_runs(timeout=10)
+    spans = exporter.get_finished_spans()
+    (lead,), (worker,) = agent_spans(spans, "desk"), agent_spans(spans, "weather")
+    assert (lead.attributes[EXEC], lead.attributes[CONV]) == (pending.run_id, "conv-tbg")
+    assert worker.attributes["agent_identity.parent.execution.id"] == pending.run_id
+    assert worker in inside(spans, lead) and lead.end_time >= worker.end_time
+    assert TOOL_CALLS[0][1] == "conv-tbg"

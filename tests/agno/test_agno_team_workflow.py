@@ -3,6 +3,8 @@ own span; the member/step shares the outer session id and names the outer run as
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from agno.db.in_memory import InMemoryDb
 from agno.team import Team
@@ -80,3 +82,22 @@ async def test_workflow_with_two_steps(instrumentor, exporter, mode):
             truth, out.session_id, out.run_id)
         assert step in inside(spans, wf)
     assert workflow.session_id == out.session_id  # generated and written back: turn 1 carries it
+
+
+async def test_workflow_background_run_is_left_bare(instrumentor, exporter):
+    """Not covered (Agno makes the run id and the task inside): no span with a wrong id."""
+    from agno.run.base import RunStatus
+
+    step = make_agent(name="step", db=None)
+    workflow = Workflow(name="later", db=InMemoryDb(), steps=[Step(name="one", agent=step)])
+    pending = await workflow.arun("hello", background=True)
+    for _ in range(200):
+        done = workflow.get_run(pending.run_id)
+        if done is not None and done.status == RunStatus.completed:
+            break
+        await asyncio.sleep(0.01)
+    assert done.status == RunStatus.completed
+    spans = exporter.get_finished_spans()
+    assert [s for s in spans if s.name.startswith("invoke_workflow")] == []
+    (step_span,) = agent_spans(spans, "step")  # the step is a top-level run of ours
+    assert step_span.attributes[CONV] == pending.session_id

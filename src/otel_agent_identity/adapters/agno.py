@@ -26,7 +26,10 @@ enclosing run's ``run_id`` (Agno's ``parent_run_id``).
 
 ``arun(background=True)`` of an Agent or Team returns a pending ``RunOutput`` (or an SSE stream)
 while the run goes on in a task Agno spawns (``agno.run.background._spawn_background``): the span
-ends when that task does, not when the call returns.
+ends when that task does, not when the call returns. ``Workflow.arun(background=True)`` is not
+covered (Agno makes that run's id and task inside ``Workflow._arun_background``): it runs bare.
+Memory and learning work Agno submits to its own ``background_executor`` thread pool runs without
+the run's context (Agno does not copy it), so spans there carry no ids.
 """
 
 from __future__ import annotations
@@ -145,6 +148,8 @@ def _ids(method: str, sig: _Signature, instance: Any, args: tuple, kwargs: dict)
 
 def _run_wrapper(handler: RunHandler, kind: str, method: str, sig: _Signature):
     def wrapper(wrapped, instance, args, kwargs):
+        if kind == "workflow" and method == "arun" and sig.get(args, kwargs, "background"):
+            return wrapped(*args, **kwargs)  # not covered: Agno makes its run id and task inside
         try:
             call_args, call_kwargs, run_id, session_id = _ids(method, sig, instance, args, kwargs)
             run = handler.start(
