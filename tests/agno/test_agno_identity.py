@@ -286,3 +286,33 @@ async def test_team_background_run_span_covers_the_background_work(instrumentor,
     assert worker.attributes["agent_identity.parent.execution.id"] == pending.run_id
     assert worker in inside(spans, lead) and lead.end_time >= worker.end_time
     assert TOOL_CALLS[0][1] == "conv-tbg"
+
+
+async def test_background_stream_left_early_keeps_the_span_until_the_run_ends(instrumentor, exporter):
+    """AgentOS's shape: ``arun(background=True, stream=True)`` yields SSE strings while a detached
+    task runs; a client that stops reading does not end the run, nor its span."""
+    from agno.run.background import await_background_runs
+
+    agent = make_agent()
+    gate, original = asyncio.Event(), agent.model.ainvoke_stream
+
+    async def slow_stream(*args, **kwargs):
+        await gate.wait()  # the model answers only after the client has left
+        async for chunk in original(*args, **kwargs):
+            yield chunk
+
+    agent.model.ainvoke_stream = slow_stream
+    stream = agent.arun("weather in Accra", session_id="conv-sse", background=True, stream=True, stream_events=True)
+    async for first in stream:
+        break
+    await stream.aclose()
+    assert agent.model.calls == [] and agent_spans(exporter.get_finished_spans()) == []
+    gate.set()
+    await await_background_runs(timeout=10)
+    spans = exporter.get_finished_spans()
+    (span,) = agent_spans(spans)
+    (truth,) = {c.run_id for c in agent.model.calls}
+    _check_run(spans, span, truth, "conv-sse")
+    assert TOOL_CALLS[0][:2] == (truth, "conv-sse")
+    (lookup,) = [s for s in spans if s.name == "weather lookup"]
+    assert span.end_time >= lookup.end_time  # the span covers the work done after the client left
