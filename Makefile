@@ -4,8 +4,10 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 COLLECTOR_BIN := collector/_build/otelcol-agentidentity
+ZIPKIN_VERSION := 3.6.1
+ZIPKIN_JAR := .cache/zipkin/zipkin-server-$(ZIPKIN_VERSION)-exec.jar
 
-.PHONY: demo test venv test-python test-go test-rules bench system-deps collector clean
+.PHONY: demo test venv test-python test-go test-rules bench system-deps collector clean zipkin test-dist screenshots
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml
@@ -18,14 +20,36 @@ $(VENV)/.installed: pyproject.toml
 system-deps:
 	@command -v promtool >/dev/null && command -v prometheus >/dev/null || \
 	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus >/dev/null; }
+	@command -v chromium >/dev/null || \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
-demo: venv collector
+# Zipkin (Apache-2.0), the trace backend of the demo and tests/backend: the exec jar from Maven
+# Central, fetched once into .cache/ (Java 17 and Maven from apt when missing).
+zipkin: $(ZIPKIN_JAR)
+$(ZIPKIN_JAR):
+	@command -v java >/dev/null && command -v mvn >/dev/null || \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless maven >/dev/null; }
+	mvn -q -C org.apache.maven.plugins:maven-dependency-plugin:2.8:copy \
+	  -Dartifact=io.zipkin:zipkin-server:$(ZIPKIN_VERSION):jar:exec -DoutputDirectory=$(@D)
+
+demo: venv collector zipkin
 	$(PY) examples/demo.py
 
-test: venv collector system-deps test-go test-rules test-python
+test: venv collector system-deps zipkin test-go test-rules test-python test-dist
 
 test-python: venv
 	AGENT_IDENTITY_COLLECTOR=$(abspath $(COLLECTOR_BIN)) $(PY) -m pytest
+
+# The wheel and sdist a release would upload, built in an isolated env and checked by twine.
+test-dist: venv
+	rm -rf dist && mkdir dist
+	$(PY) -m build --outdir dist . >dist/build.log 2>&1 || { cat dist/build.log; exit 1; }
+	$(PY) -m twine check --strict dist/*.whl dist/*.tar.gz
+
+# Re-take the README's Zipkin screenshots (docs/zipkin-*.png) from the browser tests.
+screenshots: venv collector zipkin system-deps
+	AGENT_IDENTITY_COLLECTOR=$(abspath $(COLLECTOR_BIN)) AGENT_IDENTITY_SCREENSHOTS=$(abspath docs) \
+	  $(PY) -m pytest tests/backend -q -k browser
 
 bench: venv collector
 	$(PY) -m pytest benchmarks --benchmark-only --benchmark-columns=min,median,mean,ops --benchmark-sort=name

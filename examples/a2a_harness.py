@@ -63,8 +63,10 @@ class Collector:
         stop(self.proc)
 
 
-def start_collector(binary: str | Path, workdir: Path, groupbytrace_wait: str = "3s") -> Collector:
-    """Start the collector; its spans go to ``workdir/spans.jsonl``. Raises RuntimeError if it fails."""
+def start_collector(binary: str | Path, workdir: Path, groupbytrace_wait: str = "3s",
+                    overlays: tuple[Path, ...] = ()) -> Collector:
+    """Start the collector; its spans go to ``workdir/spans.jsonl``. ``overlays``: config files
+    merged over the single-node config, in order. Raises RuntimeError if it fails."""
     otlp_http, otlp_grpc, metrics = free_port(), free_port(), free_port()
     spans_file, log = workdir / "spans.jsonl", workdir / "collector.log"
     env = dict(
@@ -73,7 +75,8 @@ def start_collector(binary: str | Path, workdir: Path, groupbytrace_wait: str = 
         AGENT_IDENTITY_SPANS_FILE=str(spans_file), GROUPBYTRACE_WAIT=groupbytrace_wait, COLLECTOR_LOG_LEVEL="warn",
     )
     with open(log, "wb") as out:
-        proc = subprocess.Popen([str(binary), "--config", str(COLLECTOR_CONFIG)], env=env, stdout=out,
+        configs = [arg for path in (COLLECTOR_CONFIG, *overlays) for arg in ("--config", str(path))]
+        proc = subprocess.Popen([str(binary), *configs], env=env, stdout=out,
                                 stderr=subprocess.STDOUT)
     collector = Collector(proc, otlp_http, metrics, spans_file, log)
     try:
@@ -102,17 +105,23 @@ def otel_env(service: str, endpoint: Optional[str], **extra: str) -> dict[str, s
     return env
 
 
-def start_specialist(service: str, endpoint: Optional[str], forgetful: bool = False, **extra: str):
-    """Start ``specialist.py`` under the launcher; returns ``(process, url)`` once it is ready.
+def start_specialist(service: str, endpoint: Optional[str], shape: str = "a2a-executor",
+                     truth: Optional[Path] = None, stream: bool = False, forgetful: bool = False, **extra: str):
+    """Start ``specialist.py --shape shape`` under the launcher; returns ``(process, url)`` once it
+    is ready. ``truth``: the file its model appends the messages it saw per request to.
+    ``forgetful=True`` (older callers) is ``shape="new-session"``.
 
     Its stdout is a pipe (the console exporter, when ``endpoint`` is None); its stderr goes to the
     file ``process.log_path`` (a pipe nobody reads could fill up and stall the server).
     """
     port = free_port()
     log = tempfile.NamedTemporaryFile(prefix=f"{service}-", suffix=".log", delete=False)
-    cmd = [str(LAUNCHER), sys.executable, str(EXAMPLES / "specialist.py"), "--port", str(port), "--name", service]
-    if forgetful:
-        cmd.append("--forgetful")
+    cmd = [str(LAUNCHER), sys.executable, str(EXAMPLES / "specialist.py"), "--port", str(port), "--name", service,
+           "--shape", "new-session" if forgetful else shape]
+    if truth is not None:
+        cmd += ["--truth", str(truth)]
+    if stream:
+        cmd.append("--stream")
     with log:
         proc = subprocess.Popen(cmd, env=otel_env(service, endpoint, **extra), stdout=subprocess.PIPE,
                                 stderr=log, text=True)
@@ -142,8 +151,10 @@ class SpecialistProcess:
     """``start_specialist`` with the console exporter, its stdout read in the background;
     ``spans()`` parses what it exported so far. ``env``: extra environment variables."""
 
-    def __init__(self, service: str, forgetful: bool = False, **env: str) -> None:
-        self.proc, self.url = start_specialist(service, None, forgetful=forgetful, **env)
+    def __init__(self, service: str, shape: str = "a2a-executor", truth: Optional[Path] = None,
+                 stream: bool = False, forgetful: bool = False, **env: str) -> None:
+        self.proc, self.url = start_specialist(service, None, shape=shape, truth=truth, stream=stream,
+                                               forgetful=forgetful, **env)
         self._text: list[str] = []
         threading.Thread(target=lambda: self._text.extend(self.proc.stdout), daemon=True).start()
 
@@ -164,17 +175,41 @@ class SpecialistProcess:
 
 
 def run_orchestrator(specialists: list[tuple[str, str]], endpoint: Optional[str], turns: int = 3,
-                     retry_turn: int = 0, **extra: str) -> tuple[list[dict], subprocess.CompletedProcess]:
-    """Run ``orchestrator.py`` under the launcher against ``[(name, url), ...]``; returns its
-    delegation records (one dict per send) and the completed process. Raises CalledProcessError."""
+                     retry_turn: int = 0, direct: bool = False,
+                     **extra: str) -> tuple[list[dict], subprocess.CompletedProcess]:
+    """Run ``orchestrator.py`` under the launcher against ``[(name, url), ...]`` (``direct``: an
+    a2a-sdk client instead of ``A2AAgent``); returns its delegation records (one dict per send) and
+    the completed process. Raises CalledProcessError."""
     cmd = [str(LAUNCHER), sys.executable, str(EXAMPLES / "orchestrator.py"), "--turns", str(turns),
            "--retry-turn", str(retry_turn)]
+    if direct:
+        cmd.append("--direct")
     for name, url in specialists:
         cmd += ["--specialist", url, "--name", name]
     proc = subprocess.run(cmd, env=otel_env("orchestrator", endpoint, **extra), capture_output=True, text=True,
                           timeout=120, check=True)
     records = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith('{"conversation"')]
     return records, proc
+
+
+def read_truth(path: Path) -> dict[str, list[int]]:
+    """trace id -> the message counts the callee's model reported in that trace (ground truth)."""
+    out: dict[str, list[int]] = {}
+    if path.exists():
+        for line in path.read_text().splitlines():
+            if line.strip():
+                rec = json.loads(line)
+                out.setdefault(rec["trace_id"], []).append(rec["messages"])
+    return out
+
+
+def expected_verdict(record: dict, counts: list[int]) -> Optional[bool]:
+    """Ground truth of one delegation: None when the caller requested nothing (a first turn: no
+    verdict to flag), False when the callee's model saw prior messages (it continued), True when
+    it started from nothing (it forgot)."""
+    if not record.get("requested"):
+        return None
+    return all(n <= 1 for n in counts)
 
 
 def stop(proc: subprocess.Popen, timeout: float = 10.0) -> None:

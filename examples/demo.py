@@ -1,16 +1,22 @@
 """`make demo`: the whole product on real input, on 127.0.0.1 only.
 
-Starts the collector (``collector-config/single-node.yaml`` on free ports), two specialist A2A
-services under ``opentelemetry-instrument`` (a correct one, and a forgetful one that starts a new
-conversation on every request), and the orchestrator (Agent Framework, offline model) that holds
-one conversation of several turns with each; turn 2 of the first is re-sent after the specialist
-completed it. Then prints, per conversation, each hop as the collector marked it and the counts
-read from the collector's Prometheus endpoint.
+Starts the collector (``collector-config/single-node.yaml`` on free ports) and five specialist A2A
+services under ``opentelemetry-instrument``, one per shape real A2A services take
+(``examples/specialist.py``): two that keep a session per contextId (service-managed and local
+history), Agent Framework's own ``A2AExecutor`` (a new session per request: keeps the id, loses the
+state), a plain executor answering in the request's context, and one answering in a new context
+every time. The orchestrator (Agent Framework, offline model) holds a three-turn conversation with
+each through ``A2AAgent``, and a direct a2a-sdk client does the same with the plain ones; turn 2 to
+the first specialist is re-sent after it completed (a lost response: one delegation, two executions).
 
-Exit status: 0 when every forgetful hop is flagged, no correct hop is, and the retried delegation
-is counted as exactly one duplicate execution; 1 otherwise; 2 when the demo could not run.
-Options: ``--collector PATH`` (default ``collector/_build/otelcol-agentidentity``), ``--turns N``,
-``--keep`` (leave the work directory with spans.jsonl and logs).
+Each specialist's model reports how many messages it saw: the ground truth. The demo prints, per
+turn, that truth next to the collector's verdict, then the collector's counters.
+
+Exit status: 0 when every verdict equals the ground truth (turn 1: never flagged; a callee that saw
+prior messages: not flagged; one that saw only the new message: flagged), the counters agree, and
+the retried delegation is counted as exactly one duplicate execution; 1 otherwise; 2 when the demo
+could not run. Options: ``--collector PATH`` (default ``collector/_build/otelcol-agentidentity``),
+``--turns N``, ``--keep`` (leave the work directory with spans.jsonl, truth.jsonl and logs).
 """
 
 from __future__ import annotations
@@ -25,80 +31,102 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import a2a_harness as h  # noqa: E402
+import zipkin_backend as zb  # noqa: E402
 
-CORRECT, FORGETFUL = "specialist", "forgetful-specialist"
+#: (shape, what it is), in the order the demo talks to them; the first gets the retried turn
+SPECIALISTS = (
+    ("session-local", "a2a-sdk executor, one AgentSession per contextId, local history"),
+    ("session-service", "a2a-sdk executor, one AgentSession per contextId, service-managed threads"),
+    ("a2a-executor", "Agent Framework A2AExecutor: a new AgentSession per request"),
+    ("plain", "plain a2a-sdk executor answering in the request's context"),
+    ("plain-new-context", "plain a2a-sdk executor answering in a new contextId every time"),
+)
+DIRECT = ("plain", "plain-new-context")  # also driven by a direct a2a-sdk client
+RETRIED = SPECIALISTS[0][0]
 
 
-def report(records: list[dict], spans: list[h.Span]) -> list[str]:
-    """Print the hops per conversation; return the problems found (empty: all as expected)."""
-    by_trace: dict[str, list[h.Span]] = {}
+def truth_word(forgot) -> str:
+    return {None: "first turn", False: "continued", True: "FORGOT"}[forgot]
+
+
+def report(records: list[dict], spans: list[h.Span], truth: dict[str, list[int]], caller: str) -> list[str]:
+    """Print ground truth and verdict per turn for one caller's records; return the disagreements."""
+    hops: dict[str, list[h.Span]] = {}
     for s in h.hop_spans(spans):
-        by_trace.setdefault(s.trace_id, []).append(s)
-    by_id = {s.span_id: s for s in spans}
+        hops.setdefault(s.trace_id, []).append(s)
     problems: list[str] = []
-    for conversation in (CORRECT, FORGETFUL):
-        recs = [r for r in records if r["conversation"] == conversation]
-        context = recs[0]["context_id"] if recs else None
-        print(f"\nconversation with {conversation} (A2A contextId {context})")
-        seen: set[str] = set()
+    for shape in dict.fromkeys(r["specialist"] for r in records):
+        print(f"\n{shape} via {caller}")
+        print(f"  {'turn':<5}{'contextId sent':<16}{'model saw':<12}{'truth':<12}{'collector verdict'}")
+        recs = [r for r in records if r["specialist"] == shape]
         for rec in recs:
-            hops = sorted(by_trace.get(rec["trace_id"], []), key=lambda s: s.span_id)
-            if rec["trace_id"] in seen:
-                continue
-            seen.add(rec["trace_id"])
-            if not hops:
-                problems.append(f"{conversation} turn {rec['turn']}: the collector reported no hop")
-            for i, hop in enumerate(_in_order(hops), 1):
-                problems += _check(conversation, rec["turn"], hop)
+            if rec["attempt"] > 1:
+                continue  # the re-send is in the same trace: its hop is printed with the first
+            seen = truth.get(rec["trace_id"], [])
+            forgot = h.expected_verdict(rec, seen)
+            found = hops.get(rec["trace_id"], [])
+            if not found:
+                problems.append(f"{shape} via {caller} turn {rec['turn']}: the collector reported no hop")
+            found.sort(key=lambda s: bool(s.attributes.get("agent_identity.delegation.duplicate")))
+            for i, hop in enumerate(found):
+                if len(seen) == len(found) > 1:  # a re-sent delegation: one count per execution, in order
+                    forgot = h.expected_verdict(rec, seen[i:i + 1])
                 a = hop.attributes
-                flags = [f for f, on in (("MISMATCH", a.get("agent_identity.hop.mismatch")),
-                                         ("DUPLICATE", a.get("agent_identity.delegation.duplicate"))) if on]
-                caller = by_id.get(hop.parent_id)
-                delegation = caller.attributes.get("agent_identity.delegation.id", "?") if caller else "?"
-                print(f"  turn {rec['turn']} send {i}: {hop.attributes.get('agent_identity.hop.caller.service.name')}"
-                      f" -> {hop.service}  delegation {delegation[:12]}  asked {a.get('agent_identity.hop.caller.conversation.id')}"
-                      f"  agent used {a.get('agent_identity.hop.callee.conversation.id')}"
-                      f"  result={a.get('agent_identity.hop.result')}  {' '.join(flags) or 'ok'}")
-    duplicates = [s for s in h.hop_spans(spans) if s.attributes.get("agent_identity.delegation.duplicate")]
-    retried = {r["trace_id"] for r in records if r["attempt"] > 1}
-    if len(duplicates) != len(retried) or any(s.trace_id not in retried for s in duplicates):
-        problems.append(f"expected {len(retried)} duplicate execution(s) on the retried turn, "
-                        f"the collector flagged {len(duplicates)}")
+                result, flagged = a.get("agent_identity.hop.result"), a.get("agent_identity.hop.mismatch")
+                agree = (flagged is False and result == "first_turn") if forgot is None else flagged is forgot
+                marks = " ".join(m for m, on in (("MISMATCH", flagged),
+                                                 ("DUPLICATE", a.get("agent_identity.delegation.duplicate"))) if on)
+                sent = (rec["requested"] or "(none)")[:12]
+                shown = seen[i:i + 1] if len(seen) == len(found) else seen
+                print(f"  {rec['turn']:<5}{sent:<16}{','.join(map(str, shown)) or '?':<12}{truth_word(forgot):<12}"
+                      f"{result} {marks}{'' if agree else '   <-- DISAGREES'}")
+                if not agree:
+                    problems.append(f"{shape} via {caller} turn {rec['turn']}: truth {truth_word(forgot)} "
+                                    f"(model saw {seen}), collector said {result} (mismatch={flagged})")
     return problems
 
 
-def _in_order(hops: list[h.Span]) -> list[h.Span]:
-    # the first execution of a retried delegation is the unflagged one
-    return sorted(hops, key=lambda s: bool(s.attributes.get("agent_identity.delegation.duplicate")))
-
-
-def _check(conversation: str, turn: int, hop: h.Span) -> list[str]:
-    a = hop.attributes
-    if conversation == FORGETFUL and a.get("agent_identity.hop.mismatch") is not True:
-        return [f"forgetful hop of turn {turn} not flagged (result={a.get('agent_identity.hop.result')})"]
-    if conversation == CORRECT and (a.get("agent_identity.hop.mismatch") or a.get("agent_identity.hop.result") != "continued"):
-        return [f"correct hop of turn {turn} flagged (result={a.get('agent_identity.hop.result')})"]
+def check_duplicates(records: list[dict], spans: list[h.Span]) -> list[str]:
+    duplicates = [s for s in h.hop_spans(spans) if s.attributes.get("agent_identity.delegation.duplicate")]
+    retried = {r["trace_id"] for r in records if r["attempt"] > 1}
+    if len(duplicates) != len(retried) or any(s.trace_id not in retried for s in duplicates):
+        return [f"expected {len(retried)} duplicate execution(s) on the retried turn, "
+                f"the collector flagged {len(duplicates)}"]
     return []
 
 
-def metrics(port: int, expected_hops: int) -> dict[str, float]:
-    """Print the collector's counters (once they count ``expected_hops``); return the ones checked."""
+def expected_counts(records: list[dict], truth: dict[str, list[int]]) -> dict[str, float]:
+    """Flagged hops per callee the ground truth calls for (every send of a forgetting turn)."""
+    out: dict[str, float] = {}
+    for rec in records:
+        if h.expected_verdict(rec, truth.get(rec["trace_id"], [])):
+            out[rec["specialist"]] = out.get(rec["specialist"], 0) + 1
+    return out
+
+
+def metrics(port: int, records: list[dict], truth: dict[str, list[int]]) -> list[str]:
+    """Print the collector's counters (once they count every hop); return the disagreements."""
     deadline, samples = time.monotonic() + 15, []
     while time.monotonic() < deadline:
         samples = h.scrape(port)
-        if h.metric_sum(samples, "agent_identity_hops") >= expected_hops:
+        if h.metric_sum(samples, "agent_identity_hops") >= len(records):
             break
         time.sleep(0.5)
-    print("\ncollector metrics (Prometheus, http://127.0.0.1:%d/metrics)" % port)
+    print(f"\ncollector metrics (Prometheus, http://127.0.0.1:{port}/metrics)")
     for name, labels, value in sorted(samples, key=lambda x: (x[0], sorted(x[1].items()))):
         print(f"  {name}{{{', '.join(f'{k}={v}' for k, v in sorted(labels.items()))}}} {value:g}")
-    got = {
-        "mismatches into the forgetful specialist": h.metric_sum(samples, "agent_identity_mismatches", callee_service=FORGETFUL),
-        "mismatches into the correct specialist": h.metric_sum(samples, "agent_identity_mismatches", callee_service=CORRECT),
-        "duplicate executions orchestrator -> specialist": h.metric_sum(
-            samples, "agent_identity_duplicate_executions", caller_service="orchestrator", callee_service=CORRECT),
-    }
-    return got
+    problems = []
+    want = expected_counts(records, truth)
+    for shape, _ in SPECIALISTS:
+        got = h.metric_sum(samples, "agent_identity_mismatches", callee_service=shape)
+        if got != want.get(shape, 0):
+            problems.append(f"agent_identity_mismatches into {shape}: {got:g}, the ground truth says "
+                            f"{want.get(shape, 0):g}")
+    dup = h.metric_sum(samples, "agent_identity_duplicate_executions", caller_service="orchestrator",
+                       callee_service=RETRIED)
+    if dup != 1:
+        problems.append(f"agent_identity_duplicate_executions orchestrator -> {RETRIED}: {dup:g}, expected 1")
+    return problems
 
 
 def main() -> int:
@@ -111,29 +139,29 @@ def main() -> int:
         print(f"demo: no collector at {args.collector}; run `make collector`", file=sys.stderr)
         return 2
     work = Path(tempfile.mkdtemp(prefix="agent-identity-demo-"))
+    truth_file = work / "truth.jsonl"
     procs = []
-    collector = None
+    collector = zipkin = None
     try:
+        zipkin = zb.start_for_demo(work)  # before the collector: it exports to Zipkin too
         collector = h.start_collector(args.collector, work)
         print(f"collector: OTLP/HTTP {collector.endpoint}, spans -> {collector.spans_file}")
-        specialists: list[tuple[str, str]] = []
-        for name, forgetful in ((CORRECT, False), (FORGETFUL, True)):
-            proc, url = h.start_specialist(name, collector.endpoint, forgetful=forgetful)
+        urls = {}
+        for shape, what in SPECIALISTS:
+            proc, urls[shape] = h.start_specialist(shape, collector.endpoint, shape=shape, truth=truth_file)
             procs.append(proc)
-            print(f"{name}: A2A server at {url}{' (forgets the contextId it is given)' if forgetful else ''}")
-            specialists.append((name, url))
-        records, orch = h.run_orchestrator(specialists, collector.endpoint, turns=args.turns, retry_turn=2)
-        print("\norchestrator:\n  " + "\n  ".join(orch.stderr.strip().splitlines()[-2 * args.turns:]))
+            print(f"{shape}: {what}, A2A server at {urls[shape]}")
+        via_agent, _ = h.run_orchestrator([(s, urls[s]) for s, _ in SPECIALISTS], collector.endpoint,
+                                          turns=args.turns, retry_turn=2)
+        direct, _ = h.run_orchestrator([(s, urls[s]) for s in DIRECT], collector.endpoint, turns=args.turns,
+                                       direct=True)
+        records = via_agent + direct
         spans = h.wait_for_hops(collector.spans_file, len(records))
-        problems = report(records, spans)
-        counts = metrics(collector.metrics_port, len(records))
-        forgetful_hops = len([r for r in records if r["conversation"] == FORGETFUL])
-        expected = {"mismatches into the forgetful specialist": forgetful_hops,
-                    "mismatches into the correct specialist": 0,
-                    "duplicate executions orchestrator -> specialist": 1}
-        for what, want in expected.items():
-            if counts[what] != want:
-                problems.append(f"metric {what}: {counts[what]:g}, expected {want}")
+        truth = h.read_truth(truth_file)
+        problems = report(via_agent, spans, truth, "A2AAgent") + report(direct, spans, truth, "a2a-sdk client")
+        problems += check_duplicates(records, spans)
+        problems += metrics(collector.metrics_port, records, truth)
+        zb.show_links(zipkin, records, spans)  # one link per conversation, one to the flagged hops; waits for Enter
     except Exception as exc:  # noqa: BLE001 - report and exit 2
         print(f"demo could not run: {exc}", file=sys.stderr)
         return 2
@@ -142,13 +170,18 @@ def main() -> int:
             h.stop(proc)
         if collector is not None:
             collector.stop()
-        if not args.keep:
+        if zipkin is not None:
+            zipkin.stop()
+        if args.keep:
+            print(f"\nwork directory kept: {work}")
+        else:
             shutil.rmtree(work, ignore_errors=True)
     if problems:
         print("\nFAIL:\n  " + "\n  ".join(problems))
         return 1
-    print(f"\nOK: {forgetful_hops} forgetful hop(s) flagged, no correct hop flagged, the retried delegation "
-          "counted as 1 duplicate execution")
+    flagged = sum(expected_counts(records, truth).values())
+    print(f"\nOK: every verdict equals the ground truth ({len(records)} sends, {flagged} flagged, no false alarm), "
+          "the retried delegation counted as 1 duplicate execution")
     return 0
 
 

@@ -5,6 +5,11 @@
     ``conv_<prefix>_<n>`` and later turns that send it back keep it (``conversation_id`` option).
   - ``"forgetful"``: a new conversation id on every call, whatever it was asked to continue.
   - ``"local"``: no service-side history; never returns a conversation id.
+It reports how many messages it saw on each call (the ground truth of continuity: 1, 3, 5 on a
+conversation that continues, 1, 1, 1 on one that forgets): in ``seen`` and, with ``truth=PATH``
+(default: the ``OFFLINE_CHAT_TRUTH`` environment variable), as one JSON line per call
+``{"trace_id", "messages", "conversation_id"}`` appended to that file. With service-side history the
+service counts the messages it holds for the conversation plus those sent.
 When the agent has a tool and the user's last message contains ``"weather"``, it first asks for the
 tool ``get_weather(city=...)``; when it names another of the agent's tools, it asks for that tool with
 no arguments; then it answers with the tool's result (so runs have tool spans).
@@ -12,7 +17,10 @@ no arguments; then it answers with the tool's result (so runs have tool spans).
 
 from __future__ import annotations
 
+import asyncio
 import itertools
+import json
+import os
 from typing import Any
 
 from agent_framework import (
@@ -26,17 +34,24 @@ from agent_framework import (
     ResponseStream,
 )
 from agent_framework.observability import ChatTelemetryLayer
+from opentelemetry import trace
 
 
 class RawOfflineChatClient(BaseChatClient):
     OTEL_PROVIDER_NAME = "offline"
 
-    def __init__(self, mode: str = "service", prefix: str = "offline", **kwargs: Any) -> None:
+    def __init__(self, mode: str = "service", prefix: str = "offline", truth: str | None = None,
+                 **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.mode = mode
         self.prefix = prefix
         self._ids = itertools.count(1)
         self.calls = 0
+        self.seen: list[int] = []  # messages the model had in context, per call
+        self._threads: dict[str, int] = {}  # service-side history: conversation id -> messages held
+        self.truth = truth if truth is not None else os.environ.get("OFFLINE_CHAT_TRUTH")
+        # seconds between streamed words (``OFFLINE_CHAT_STREAM_DELAY``): a slow stream to walk away from
+        self.stream_delay = float(os.environ.get("OFFLINE_CHAT_STREAM_DELAY") or 0)
 
     @property
     def STORES_BY_DEFAULT(self) -> bool:  # noqa: N802 - framework's name
@@ -65,10 +80,26 @@ class RawOfflineChatClient(BaseChatClient):
             return [Content.from_text(f"(tool said) {result}")]
         return [Content.from_text(f"echo: {text}")]
 
+    def _count(self, messages: list[Message], options: Any, conversation_id: str | None) -> int:
+        """Messages in the model's context this call; the service keeps the thread's count."""
+        asked = options.get("conversation_id") if hasattr(options, "get") else None
+        held = self._threads.get(asked, 0) if conversation_id is not None and asked == conversation_id else 0
+        seen = held + len(messages)
+        if conversation_id is not None:
+            self._threads[conversation_id] = seen + 1  # and the reply
+        self.seen.append(seen)
+        if self.truth:
+            ctx = trace.get_current_span().get_span_context()
+            line = {"trace_id": format(ctx.trace_id, "032x"), "messages": seen, "conversation_id": conversation_id}
+            with open(self.truth, "a", encoding="utf-8") as out:
+                out.write(json.dumps(line) + "\n")
+        return seen
+
     def _inner_get_response(self, *, messages, stream: bool, options, **kwargs: Any):
         self.calls += 1
         contents = self._reply(list(messages), options)
         conversation_id = self._conversation_id(options)
+        self._count(list(messages), options, conversation_id)
         if not stream:
             async def _get() -> ChatResponse:
                 return ChatResponse(
@@ -83,6 +114,8 @@ class RawOfflineChatClient(BaseChatClient):
             for content in contents:
                 if content.type == "text":
                     for word in content.text.split(" "):
+                        if self.stream_delay:
+                            await asyncio.sleep(self.stream_delay)
                         yield ChatResponseUpdate(
                             role="assistant", contents=[Content.from_text(word + " ")], conversation_id=conversation_id
                         )

@@ -1,16 +1,21 @@
 """An orchestrator agent that delegates to specialists over A2A, several turns per conversation.
 
 Agent Framework ``Agent`` on the offline service-managed client, with one tool,
-``get_weather(city)``, that asks a remote specialist through ``A2AAgent`` (one A2A session per
-orchestrator conversation, so the specialist is asked to continue the same contextId every
-turn). No tracing code: run it under the launcher, e.g.
+``get_weather(city)``, that asks a remote specialist. By default through ``A2AAgent`` (one A2A
+session per orchestrator conversation, so the specialist is asked to continue the same contextId
+every turn); with ``--direct`` through an a2a-sdk client (``send_message``), sending each turn the
+contextId of the specialist's last reply. No tracing code: run it under the launcher, e.g.
 
     OTEL_SERVICE_NAME=orchestrator opentelemetry-instrument python examples/orchestrator.py \
         --specialist http://127.0.0.1:9101/ --turns 3 --retry-turn 2
 
 ``--retry-turn N`` re-sends turn N's delegation after the specialist completed it, as a client
 does when the response is lost (same A2A ``message_id``, so the same delegation id: the collector
-counts the second execution as a duplicate). Prints one JSON line per delegation on stdout.
+counts the second execution as a duplicate). Prints one JSON line per delegation on stdout:
+``{"conversation", "turn", "attempt", "specialist", "message_id", "requested", "answered",
+"error", "trace_id"}`` (``requested``: the contextId sent, null on a first turn; ``answered``:
+the one the reply came in; ``error``: what the send raised, e.g. A2AAgent's "context_id ...
+differs").
 """
 
 from __future__ import annotations
@@ -24,6 +29,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import httpx  # noqa: E402
+from a2a.client import ClientConfig, create_client  # noqa: E402
+from a2a.types import Message as A2AMessage  # noqa: E402
+from a2a.types import Part, Role, SendMessageRequest  # noqa: E402
 from agent_framework import Agent, Message, tool  # noqa: E402
 from agent_framework.a2a import A2AAgent  # noqa: E402
 from opentelemetry import trace  # noqa: E402
@@ -36,39 +45,77 @@ _state: dict = {}
 @tool
 async def get_weather(city: str) -> str:
     """Ask the weather specialist (a remote agent, over A2A)."""
-    specialist: A2AAgent = _state["specialist"]
-    request = Message(role="user", contents=[f"weather in {city}?"], message_id=uuid.uuid4().hex)
+    message_id = uuid.uuid4().hex
     sends = 2 if _state.get("retry") else 1
-    reply = None
+    reply = ""
     for attempt in range(1, sends + 1):
-        reply = await specialist.run(request, session=_state["session"])
-        _record(request.message_id, attempt)
-    return reply.text if reply is not None else ""
+        send = _send_direct if _state.get("direct") else _send_a2a_agent
+        requested = _state.get("context_id")
+        answered, error = None, None
+        try:
+            reply, answered = await send(f"weather in {city}? (turn {_state['turn']})", message_id)
+        except Exception as exc:  # noqa: BLE001 - recorded; the turn goes on
+            error = f"{type(exc).__name__}: {exc}"
+        _record(message_id, attempt, requested, answered, error)
+    return reply
 
 
-def _record(message_id: str, attempt: int) -> None:
+async def _send_a2a_agent(text: str, message_id: str) -> tuple[str, str | None]:
+    specialist: A2AAgent = _state["specialist"]
     session = _state["session"]
+    reply = await specialist.run(Message(role="user", contents=[text], message_id=message_id), session=session)
+    context = (session.service_session_id or {}).get("context_id")
+    _state["context_id"] = context
+    return reply.text, context
+
+
+async def _send_direct(text: str, message_id: str) -> tuple[str, str | None]:
+    request = SendMessageRequest(message=A2AMessage(
+        role=Role.ROLE_USER, parts=[Part(text=text)], message_id=message_id,
+        context_id=_state.get("context_id") or ""))
+    answered, reply = None, ""
+    async for event in _state["client"].send_message(request):
+        payload = getattr(event, event.WhichOneof("payload")) if hasattr(event, "WhichOneof") else event
+        answered = getattr(payload, "context_id", None) or answered
+        parts = getattr(payload, "parts", None) or ()
+        reply = " ".join(p.text for p in parts if p.text) or reply
+    _state["context_id"] = answered  # a client continues the context it was answered in
+    return reply, answered
+
+
+def _record(message_id: str, attempt: int, requested, answered, error) -> None:
     ctx = trace.get_current_span().get_span_context()
     print(json.dumps({
         "conversation": _state["conversation"], "turn": _state["turn"], "attempt": attempt,
-        "specialist": _state["specialist"].name, "message_id": message_id,
-        "context_id": getattr(session, "service_session_id", None) and session.service_session_id.get("context_id"),
-        "trace_id": format(ctx.trace_id, "032x"),
+        "specialist": _state["conversation"], "message_id": message_id, "requested": requested or None,
+        "answered": answered, "error": error, "trace_id": format(ctx.trace_id, "032x"),
     }), flush=True)
 
 
-async def converse(url: str, name: str, turns: int, retry_turn: int) -> None:
+async def converse(url: str, name: str, turns: int, retry_turn: int, direct: bool = False) -> None:
     """One orchestrator conversation of ``turns`` turns delegating to the specialist at ``url``."""
-    orchestrator = Agent(client=OfflineChatClient(mode="service", prefix="orchestrator"), name="orchestrator",
-                         tools=[get_weather])
-    specialist = A2AAgent(name=name, url=url)
+    # one id namespace per conversation: two conversations of one process never share an id
+    client = OfflineChatClient(mode="service", prefix=f"orchestrator_{name}", truth="")
+    orchestrator = Agent(client=client, name="orchestrator", tools=[get_weather])
     session = orchestrator.create_session()
-    _state.update(specialist=specialist, session=specialist.create_session(), conversation=name)
-    async with specialist:
-        for turn in range(1, turns + 1):
-            _state.update(turn=turn, retry=turn == retry_turn)
-            reply = await orchestrator.run(f"what's the weather in Paris? (turn {turn})", session=session)
-            print(f"[{name}] turn {turn}: {reply.text}", file=sys.stderr)
+    _state.clear()
+    _state.update(conversation=name, direct=direct)
+    async with httpx.AsyncClient(timeout=30) as http:
+        if direct:
+            _state["client"] = await create_client(url, client_config=ClientConfig(httpx_client=http, streaming=False))
+            await _turns(orchestrator, session, name, turns, retry_turn)
+            return
+        specialist = A2AAgent(name=name, url=url)
+        _state.update(specialist=specialist, session=specialist.create_session())
+        async with specialist:
+            await _turns(orchestrator, session, name, turns, retry_turn)
+
+
+async def _turns(orchestrator, session, name, turns, retry_turn) -> None:
+    for turn in range(1, turns + 1):
+        _state.update(turn=turn, retry=turn == retry_turn)
+        reply = await orchestrator.run(f"what's the weather in Paris? (turn {turn})", session=session)
+        print(f"[{name}] turn {turn}: {reply.text}", file=sys.stderr)
 
 
 def main() -> None:
@@ -78,12 +125,13 @@ def main() -> None:
     parser.add_argument("--name", action="append", default=[], help="specialist names, in --specialist order")
     parser.add_argument("--turns", type=int, default=3)
     parser.add_argument("--retry-turn", type=int, default=0, help="re-send this turn's delegation (0: none)")
+    parser.add_argument("--direct", action="store_true", help="send with an a2a-sdk client, not A2AAgent")
     args = parser.parse_args()
 
     async def run_all() -> None:
         for i, url in enumerate(args.specialist):
             name = args.name[i] if i < len(args.name) else f"specialist-{i + 1}"
-            await converse(url, name, args.turns, args.retry_turn if i == 0 else 0)
+            await converse(url, name, args.turns, args.retry_turn if i == 0 else 0, args.direct)
 
     asyncio.run(run_all())
 

@@ -1,34 +1,57 @@
-"""A specialist agent served over A2A on 127.0.0.1: Agent Framework ``Agent`` (offline, local
-history) behind ``A2AExecutor``, JSON-RPC routes of a2a-sdk, run by uvicorn. No tracing code of its
-own: run it under the launcher, e.g.
+"""A specialist agent served over A2A on 127.0.0.1 (a2a-sdk JSON-RPC routes, uvicorn), in one of the
+five shapes real A2A services take. No tracing code of its own: run it under the launcher, e.g.
 
-    OTEL_SERVICE_NAME=specialist opentelemetry-instrument python examples/specialist.py --port 9101
+    OTEL_SERVICE_NAME=specialist opentelemetry-instrument python examples/specialist.py \
+        --port 9101 --shape session-local
 
-``A2AExecutor`` creates the agent's session with ``session_id = contextId``, so the agent reports
-the A2A contextId it was asked to continue. ``--forgetful`` serves an agent that ignores that id
-and starts a new session (a new conversation) on every request; it still answers within the
-caller's contextId, so nothing on the wire shows the break: only the telemetry does.
+``--shape``:
+  - ``session-service``: an a2a-sdk ``AgentExecutor`` keeping one ``AgentSession`` per contextId,
+    the agent on a service-managed model (server-side threads: the agent reports the thread id,
+    another namespace than the contextId). Continues.
+  - ``session-local``: the same executor, the agent on a local-history model. Continues.
+  - ``a2a-executor``: Agent Framework's own ``agent_framework.a2a.A2AExecutor(agent)``, which builds
+    a new ``AgentSession(session_id=contextId)`` per request: it keeps the id and loses the state.
+  - ``plain``: a plain ``AgentExecutor`` (no agent framework) answering in the request's context,
+    keeping the history of each context itself. Continues.
+  - ``plain-new-context``: a plain executor answering every request in a new contextId. Forgets.
+  - ``new-session`` (not one of the five): ``A2AExecutor`` serving an agent that drops the session
+    id it is given, so even the agent's own conversation id is new on every request.
+
+Ground truth: every shape reports how many messages its model (the plain executors: the executor)
+had in context per request, as JSON lines ``{"trace_id", "messages", "conversation_id"}`` appended
+to ``--truth PATH`` (1, 3, 5 when it continues; 1, 1, 1 when it forgets).
 Prints ``ready <url>`` on stdout once it accepts requests.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import sys
+import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import uvicorn  # noqa: E402
+from a2a.helpers.proto_helpers import get_message_text, new_text_message  # noqa: E402
+from a2a.server.agent_execution import AgentExecutor  # noqa: E402
 from a2a.server.request_handlers import DefaultRequestHandler  # noqa: E402
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes  # noqa: E402
 from a2a.server.tasks import InMemoryTaskStore  # noqa: E402
 from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill  # noqa: E402
 from agent_framework import Agent, AgentSession  # noqa: E402
 from agent_framework.a2a import A2AExecutor  # noqa: E402
+from opentelemetry import trace  # noqa: E402
 from starlette.applications import Starlette  # noqa: E402
 
 from offline_chat import OfflineChatClient  # noqa: E402
+
+SHAPES = ("session-service", "session-local", "a2a-executor", "plain", "plain-new-context")
+#: what really happens on turns 2+ of one contextId, per shape
+CONTINUES = {"session-service": True, "session-local": True, "a2a-executor": False, "plain": True,
+             "plain-new-context": False, "new-session": False}
 
 
 class ForgetfulAgent(Agent):
@@ -38,10 +61,67 @@ class ForgetfulAgent(Agent):
         return super().create_session(**kwargs)
 
 
-def build_app(url: str, name: str, forgetful: bool = False, stream: bool = False) -> Starlette:
+def _truth(path: str | None, messages: int, conversation_id: str | None) -> None:
+    if path:
+        ctx = trace.get_current_span().get_span_context()
+        with open(path, "a", encoding="utf-8") as out:
+            out.write(json.dumps({"trace_id": format(ctx.trace_id, "032x"), "messages": messages,
+                                  "conversation_id": conversation_id}) + "\n")
+
+
+class SessionExecutor(AgentExecutor):
+    """One ``AgentSession`` per contextId, kept in memory: the agent continues every context."""
+
+    def __init__(self, agent: Agent) -> None:
+        self.agent = agent
+        self.sessions: dict[str, AgentSession] = {}
+
+    async def execute(self, context, event_queue) -> None:
+        session = self.sessions.get(context.context_id)
+        if session is None:
+            session = self.sessions[context.context_id] = self.agent.create_session(session_id=context.context_id)
+        reply = await self.agent.run(context.get_user_input(), session=session)
+        await event_queue.enqueue_event(new_text_message(reply.text, context_id=context.context_id))
+
+    async def cancel(self, context, event_queue) -> None:
+        return None
+
+
+class PlainExecutor(AgentExecutor):
+    """No agent framework: the executor keeps each context's history itself (its "model" sees it).
+    ``new_context``: answers every request in a new contextId, whose history is empty."""
+
+    def __init__(self, truth: str | None, new_context: bool = False) -> None:
+        self.truth = truth
+        self.new_context = new_context
+        self.history: dict[str, int] = {}
+
+    async def execute(self, context, event_queue) -> None:
+        ctx = uuid.uuid4().hex if self.new_context else context.context_id
+        seen = self.history.get(ctx, 0) + 1
+        self.history[ctx] = seen + 1  # and the reply
+        _truth(self.truth, seen, ctx)
+        text = f"echo: {get_message_text(context.message)}"
+        await event_queue.enqueue_event(new_text_message(text, context_id=ctx))
+
+    async def cancel(self, context, event_queue) -> None:
+        return None
+
+
+def build_executor(shape: str, name: str, truth: str | None, stream: bool = False) -> AgentExecutor:
+    if shape.startswith("plain"):
+        return PlainExecutor(truth, new_context=shape == "plain-new-context")
+    mode = "service" if shape == "session-service" else "local"
+    agent_cls = ForgetfulAgent if shape == "new-session" else Agent
+    agent = agent_cls(client=OfflineChatClient(mode=mode, prefix=name, truth=truth or ""), name=name)
+    if shape in ("a2a-executor", "new-session"):
+        return A2AExecutor(agent, stream=stream)
+    return SessionExecutor(agent)
+
+
+def build_app(url: str, name: str, shape: str = "a2a-executor", truth: str | None = None,
+              stream: bool = False) -> Starlette:
     """The Starlette app of one specialist (``url``: its public JSON-RPC URL)."""
-    agent_cls = ForgetfulAgent if forgetful else Agent
-    agent = agent_cls(client=OfflineChatClient(mode="local", prefix=name), name=name)
     card = AgentCard(
         name=name,
         description="Answers weather questions (offline).",
@@ -53,7 +133,7 @@ def build_app(url: str, name: str, forgetful: bool = False, stream: bool = False
         skills=[AgentSkill(id="weather", name="weather", description="weather", tags=["weather"])],
     )
     handler = DefaultRequestHandler(
-        agent_executor=A2AExecutor(agent, stream=stream), task_store=InMemoryTaskStore(), agent_card=card
+        agent_executor=build_executor(shape, name, truth, stream), task_store=InMemoryTaskStore(), agent_card=card
     )
     return Starlette(routes=[*create_agent_card_routes(card), *create_jsonrpc_routes(handler, rpc_url="/")])
 
@@ -61,14 +141,16 @@ def build_app(url: str, name: str, forgetful: bool = False, stream: bool = False
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, required=True)
-    parser.add_argument("--name", default=None)
-    parser.add_argument("--forgetful", action="store_true")
-    parser.add_argument("--stream", action="store_true", help="run the agent streaming")
+    parser.add_argument("--name", default="specialist")
+    parser.add_argument("--shape", choices=list(CONTINUES), default="a2a-executor")
+    parser.add_argument("--truth", default=os.environ.get("OFFLINE_CHAT_TRUTH"),
+                        help="append the messages seen per request to this file")
+    parser.add_argument("--stream", action="store_true", help="a2a-executor: run the agent streaming")
     args = parser.parse_args()
-    name = args.name or ("forgetful-specialist" if args.forgetful else "specialist")
     url = f"http://127.0.0.1:{args.port}/"
     config = uvicorn.Config(
-        build_app(url, name, args.forgetful, args.stream), host="127.0.0.1", port=args.port, log_level="warning"
+        build_app(url, args.name, args.shape, args.truth, args.stream), host="127.0.0.1", port=args.port,
+        log_level="warning",
     )
     server = uvicorn.Server(config)
     original_startup = server.startup

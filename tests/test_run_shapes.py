@@ -206,3 +206,70 @@ async def test_finish_when_done_records_the_task_error(handler, exporter):
         await task
     await asyncio.sleep(0)
     assert _agent_span(exporter).attributes["error.type"] == "RuntimeError"
+
+
+@pytest.mark.parametrize("shape", ["generator", "async generator"])
+def test_stream_dropped_before_its_first_step_ends_the_run(handler, exporter, shape):
+    def gen():
+        yield 1
+
+    async def agen():
+        yield 1
+
+    _, result = _run(handler, gen if shape == "generator" else agen)
+    del result
+    gc.collect()
+    assert _agent_span(exporter).status.is_unset
+
+
+@pytest.mark.parametrize("outcome", ["done", "error", "cancelled"])
+async def test_finish_when_done_gives_the_result_to_on_end_only_on_success(handler, exporter, outcome):
+    gate, seen = asyncio.Event(), []
+
+    class Result:  # a streamed result the task fills in
+        last = None
+
+    result = Result()
+
+    async def work():
+        await gate.wait()
+        if outcome == "error":
+            raise RuntimeError("down")
+        result.last = "finisher"
+
+    def on_end(res):
+        seen.append(res)
+        return {"test.last": res.last}
+
+    run = handler.start(framework="test", agent=object(), session=None, args=(), kwargs={},
+                        span=SpanSpec("invoke_agent t", on_end=on_end))
+    task = asyncio.create_task(work())
+    run.finish_when_done(task, result)
+    if outcome == "cancelled":
+        task.cancel()
+    gate.set()
+    await asyncio.wait({task})
+    await asyncio.sleep(0)
+    span = _agent_span(exporter)
+    if outcome == "done":
+        assert seen == [result] and span.attributes["test.last"] == "finisher"
+    else:
+        assert seen == [] and "test.last" not in span.attributes
+
+
+async def test_on_end_reads_the_awaited_result_and_its_failure_does_not_break_the_run(handler, exporter):
+    async def work():
+        return {"answer": 42}
+
+    def on_end(res):
+        raise KeyError("broken on_end")
+
+    run = handler.start(framework="test", agent=object(), session=None, args=(), kwargs={},
+                        span=SpanSpec("invoke_agent t", on_end=lambda res: {"test.answer": res["answer"]}))
+    assert await run.call(work, (), {}) == {"answer": 42}
+    assert _agent_span(exporter).attributes["test.answer"] == 42
+    exporter.clear()
+    run = handler.start(framework="test", agent=object(), session=None, args=(), kwargs={},
+                        span=SpanSpec("invoke_agent t", on_end=on_end))
+    assert await run.call(work, (), {}) == {"answer": 42}  # the application's result, untouched
+    assert _agent_span(exporter).end_time is not None

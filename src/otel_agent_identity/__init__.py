@@ -78,6 +78,7 @@ class AgentIdentityInstrumentor(BaseInstrumentor):
         handler = RunHandler(tracer, IdentitySpanProcessor(stamp_spans=config.stamp_spans), registry)
         # no provider yet (the application sets the global one later): attach at the first run
         handler.provider = None if "tracer_provider" in kwargs else provider
+        handler.config = config
         handler.attach_processor(provider)
         self._handler = handler
         self._adapters = []

@@ -12,7 +12,7 @@ import inspect
 import logging
 import weakref
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import wrapt
 from opentelemetry import context as otel_context
@@ -22,8 +22,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from otel_agent_identity import attributes as attrs
 from otel_agent_identity.boundary import check_served
-from otel_agent_identity.extractors import Extracted, Extractor, ExtractorRegistry, RunCall
-from otel_agent_identity.extractors import SOURCE_FRAMEWORK
+from otel_agent_identity.extractors import SOURCE_FRAMEWORK, SOURCE_SERVICE, Extracted, Extractor, ExtractorRegistry, RunCall
 from otel_agent_identity.scope import IdentityScope, attach, current_scope, detach, new_execution_id
 from otel_agent_identity.span_processor import IdentitySpanProcessor
 
@@ -35,11 +34,19 @@ _PROCESSORS: "weakref.WeakKeyDictionary[Any, IdentitySpanProcessor]" = weakref.W
 
 @dataclass
 class SpanSpec:
-    """An agent span to create because the framework emits none (``kind``: CLIENT for remote agents)."""
+    """An agent span to create because the framework emits none (``kind``: CLIENT for remote agents).
+
+    ``on_end(result) -> dict``: attributes read from the run's result just before the span ends
+    (called only when the run returned one; what it raises is logged, the span still ends).
+    """
 
     name: str
     kind: SpanKind = SpanKind.INTERNAL
     attributes: dict[str, Any] = field(default_factory=dict)
+    #: exception types that end the run as control flow, not as its failure (e.g. LangGraph's
+    #: ``GraphBubbleUp``: an interrupt or a ``Command`` to the parent graph); the span stays OK
+    not_failures: tuple = ()
+    on_end: Optional[Callable[[Any], dict[str, Any]]] = None
 
 
 class RunHandler:
@@ -51,6 +58,7 @@ class RunHandler:
         self.registry = registry
         self.provider: Any = None  # a global provider still to attach the processor to
         self._attached = False
+        self.config: Any = None  # the instrumentor's Config, for adapter options
 
     def attach_processor(self, provider: Any) -> None:
         """Add the span processor to an SDK provider; a proxy provider is retried at each run start
@@ -87,6 +95,9 @@ class RunHandler:
         span: Optional[SpanSpec] = None,
         run_id: Optional[str] = None,
         delegation_id: Optional[str] = None,
+        resumed: Optional[bool] = None,
+        agent_step: Optional[Extractor] = None,
+        claim: bool = True,
     ) -> Optional["Run"]:
         """Begin a run; None if anything failed here (the caller then runs the original, bare).
 
@@ -95,38 +106,69 @@ class RunHandler:
                 which is then enriched.
             run_id: the framework's own run id (becomes ``agent_identity.execution.id``).
             delegation_id: set for hops to another agent.
+            agent_step: the adapter's reading of the agent's own step (see
+                :meth:`~otel_agent_identity.extractors.ExtractorRegistry.extract`).
+            claim: with ``span=None``, enrich the first ``invoke_agent`` span started in the run
+                (the framework's); False for a run that has no agent span of its own (a plain
+                workflow run: its spans are only stamped).
+            resumed: whether the run starts from prior conversation state (the adapter's
+                per-framework source); None: unknown, not recorded.
         """
         try:
             if not self._attached and self.provider is not None:
                 self.attach_processor(self.provider)
-            return Run(self, framework, agent, session, args, kwargs, rule, span, run_id, delegation_id)
+            return Run(self, framework, agent, session, args, kwargs, rule, span, run_id, delegation_id, agent_step,
+                       claim, resumed)
         except Exception:  # noqa: BLE001
             _logger.debug("otel-agent-identity: could not start run tracking", exc_info=True)
             return None
 
 
 class Run:
-    """One tracked run. ``enter()``/``exit()`` bracket every piece of the run's execution."""
+    """One tracked run. ``enter()``/``exit()`` bracket every piece of the run's execution.
 
-    __slots__ = ("_h", "_agent", "_session", "_rule", "_call", "_pre", "scope", "_finished", "span", "__weakref__")
+    One run, one conversation id: every span of the run carries the scope's id, fixed when first
+    known (before the run, else when the service assigns one; a framework fallback, a local
+    session id, is replaced by the service's id once). The agent span reports the same id; only
+    a continuity break (the same extractor step answers differently after the run) reports the id
+    after the run there, with the one asked for as ``requested_id``.
+    """
 
-    def __init__(self, handler, framework, agent, session, args, kwargs, rule, span_spec, run_id, delegation_id):
+    __slots__ = ("_h", "_agent", "_session", "_rule", "_agent_step", "_call", "_pre", "_resumed", "scope", "_finished",
+                 "span", "_not_failures", "_on_end", "__weakref__")
+
+    def __init__(self, handler, framework, agent, session, args, kwargs, rule, span_spec, run_id, delegation_id,
+                 agent_step=None, claim=True, resumed=None):
         self._h = handler
-        self._agent, self._session, self._rule = agent, session, rule
-        self._call = RunCall(framework, args, kwargs)
-        self._pre = handler.registry.extract(agent, session, self._call, rule)
+        self._resumed = resumed
+        self._agent, self._session, self._rule, self._agent_step = agent, session, rule, agent_step
         outer = current_scope()
+        self._call = RunCall(framework, args, kwargs, outer=outer)
+        self._pre = handler.registry.extract(agent, session, self._call, rule, agent_step)
+        session_id = getattr(session, "session_id", None)
+        session_id = session_id if isinstance(session_id, str) else None
         self.scope = IdentityScope(
             conversation_id=self._pre.conversation_id if self._pre else None,
             execution_id=new_execution_id(run_id),
             delegation_id=delegation_id,
             parent_execution_id=outer.execution_id if outer else None,
+            parent_conversation_id=outer.conversation_id if outer else None,
+            session_id=session_id,
+            owner=agent,
+            # only the local session id is a fallback; a session shared with the enclosing run is its story
+            provisional=bool(
+                self._pre and self._pre.source == SOURCE_FRAMEWORK and self._pre.conversation_id == session_id
+                and not (outer is not None and session_id is not None and outer.session_id == session_id)
+            ),
             accepts=handler.registry.accepts,
         )
         self._finished = False
         self.span: Optional[trace.Span] = None
+        self._not_failures = _NOT_FAILURES + tuple(span_spec.not_failures) if span_spec else _NOT_FAILURES
+        self._on_end = span_spec.on_end if span_spec is not None else None
         if span_spec is None:
-            self.scope.claim_agent_span = self._claim
+            if claim:
+                self.scope.claim_agent_span = self._claim
         else:
             token = attach(self.scope)  # the processor stamps this run's ids on it, not the outer run's
             try:
@@ -157,6 +199,10 @@ class Run:
         first = conversation_attributes(self._pre, None)
         if self.scope.parent_execution_id:
             first[attrs.PARENT_EXECUTION_ID] = self.scope.parent_execution_id
+        if self._resumed is not None:
+            first[attrs.CONVERSATION_RESUMED] = self._resumed
+        if self.scope.parent_conversation_id:
+            first[attrs.PARENT_CONVERSATION_ID] = self.scope.parent_conversation_id
         if first:
             span.set_attributes(first)
 
@@ -168,16 +214,18 @@ class Run:
     def _finish_span(self, span, result: Any = None) -> None:
         post = self._h.registry.extract(
             self._agent, self._session,
-            self._call._replace(phase="after", result=result), self._rule,
+            self._call._replace(phase="after", result=result), self._rule, self._agent_step,
         )
-        effective = post or self._pre
-        current = span.attributes.get(attrs.GEN_AI_CONVERSATION_ID) if span.attributes else None
-        if post != self._pre or (effective and current != effective.conversation_id):
-            span.set_attributes(conversation_attributes(self._pre, post))  # the id after the run differs
+        out = run_conversation_attributes(self._pre, post, self.scope.conversation_id)
+        current = span.attributes or {}
+        changed = {k: v for k, v in out.items() if current.get(k) != v}
+        if changed:
+            span.set_attributes(changed)
+        effective = out.get(attrs.GEN_AI_CONVERSATION_ID)
         if self.scope.parent_execution_id is None:  # the run serving an inbound hop, if any
-            check_served(effective.conversation_id if effective else None)
-        if effective and effective.conversation_id != self.scope.conversation_id:
-            self.scope.conversation_id = effective.conversation_id
+            check_served(effective)
+        if effective and effective != self.scope.conversation_id:
+            self.scope.conversation_id = effective
             self.scope.refresh()
 
     def finish(self, result: Any = None, error: Optional[BaseException] = None) -> None:
@@ -189,7 +237,12 @@ class Run:
             if self.span is None:
                 return
             self._finish_span(self.span, result)
-            if error is not None and not isinstance(error, _NOT_FAILURES):
+            if result is not None and self._on_end is not None:
+                try:
+                    self.span.set_attributes(self._on_end(result))
+                except Exception:  # noqa: BLE001 - the span still ends
+                    _logger.debug("otel-agent-identity: on_end failed", exc_info=True)
+            if error is not None and not isinstance(error, self._not_failures):
                 self.span.set_status(Status(StatusCode.ERROR, str(error)))
                 self.span.set_attribute(ERROR_TYPE, type(error).__qualname__)
             self.span.end()
@@ -234,17 +287,27 @@ class Run:
         if inspect.iscoroutine(result):
             return self._await(result)
         if inspect.isasyncgen(result):
-            return scoped_async_generator(result, self)
+            return self._finish_if_dropped(scoped_async_generator(result, self))
         if inspect.isgenerator(result):
-            return scoped_generator(result, self)
+            return self._finish_if_dropped(scoped_generator(result, self))
         if hasattr(result, "__aiter__"):
             return ScopedStream(result, self)
         self.finish(result=result)
         return result
 
-    def finish_when_done(self, future) -> None:
+    def _finish_if_dropped(self, gen):
+        """A generator dropped before its first step never runs its ``finally``: end the run when
+        it is collected (a no-op for one that ran: it finished the run itself)."""
+        weakref.finalize(gen, self.finish)
+        return gen
+
+    def finish_when_done(self, future, result: Any = None) -> None:
         """Task-based runs (a background task, a run loop task): end the run when ``future``
-        (an ``asyncio.Future``/``Task`` or ``concurrent.futures.Future``) completes."""
+        (an ``asyncio.Future``/``Task`` or ``concurrent.futures.Future``) completes.
+
+        ``result``: the run's result object (e.g. a streamed result the task fills in), given to
+        the after-run extraction and ``SpanSpec.on_end`` when the future completed successfully.
+        """
 
         def done(fut) -> None:
             error = None
@@ -252,7 +315,8 @@ class Run:
                 error = None if fut.cancelled() else fut.exception()
             except BaseException as exc:  # noqa: BLE001
                 error = exc
-            self.finish(error=error)
+            ok = error is None and not fut.cancelled()
+            self.finish(result=result if ok else None, error=error)
 
         future.add_done_callback(done)
 
@@ -299,9 +363,34 @@ class HandOff:
         self.handed = True
         return self.run.wrap_result(coro)
 
-    call = Run.call
-    wrap_result = Run.wrap_result
-    _await = Run._await
+    def __getattr__(self, name: str) -> Any:
+        # Run's shape methods (call, wrap_result, ...) bound to this view, so the enter/exit/finish
+        # above are the ones they use; anything else is the run's own attribute
+        attr = getattr(Run, name, None)
+        if inspect.isfunction(attr):
+            return attr.__get__(self, HandOff)
+        return getattr(self.run, name)
+
+
+def run_conversation_attributes(
+    pre: Optional[Extracted], post: Optional[Extracted], run_id: Optional[str]
+) -> dict[str, Any]:
+    """The agent span's conversation attributes at the run's end.
+
+    Args:
+        pre / post: the extractor's answers before and after the run.
+        run_id: the id the run's spans carry (the scope's), or None.
+    A continuity break (same step, another id) reports ``post`` with ``requested_id``/``changed``;
+    otherwise the run's id, else ``post``'s. The source is the step that gave that id, or
+    ``service`` for an id only the service's response gave (a run without a session).
+    """
+    if pre and post and pre.source == post.source and post.conversation_id != pre.conversation_id:
+        return conversation_attributes(pre, post)
+    cid = run_id or (post.conversation_id if post else None)
+    if cid is None:
+        return {}
+    source = next((e.source for e in (post, pre) if e and e.conversation_id == cid), SOURCE_SERVICE)
+    return {attrs.GEN_AI_CONVERSATION_ID: cid, attrs.CONVERSATION_SOURCE: source}
 
 
 def conversation_attributes(pre: Optional[Extracted], post: Optional[Extracted]) -> dict[str, Any]:
@@ -326,13 +415,43 @@ def conversation_attributes(pre: Optional[Extracted], post: Optional[Extracted])
 class ScopedStream(wrapt.ObjectProxy):
     """An async-iterable, awaitable result (e.g. Agent Framework ``ResponseStream``) whose every pull
     runs inside the run's scope, in whichever task or thread consumes it. The run finishes when the
-    stream is exhausted, fails, yields its final response, or is dropped unfinished."""
+    stream is exhausted, fails, yields its final response, or is dropped unfinished.
 
-    def __init__(self, wrapped: Any, run: Run) -> None:
+    Combinators keep the scope: a public method that returns the wrapped stream itself (the
+    framework's ``with_transform_hook``/``with_result_hook``/... return ``self``) returns this
+    proxy; one that returns a new async iterable (``map``, ``flat_map``, ``with_finalizer``)
+    returns a proxy of it for the same run, which keeps this one alive (the run ends with the
+    derived stream, not when this proxy is dropped). ``await stream`` gives what awaiting the
+    wrapped object gives: this proxy when that is the stream itself (Agent Framework resolves the
+    stream and returns it), else the final result, which ends the run.
+    """
+
+    def __init__(self, wrapped: Any, run: Run, parent: Any = None) -> None:
         super().__init__(wrapped)
         self._self_run = run
         self._self_iter = None
+        self._self_parent = parent  # a proxy this one was derived from: kept alive with it
         weakref.finalize(self, run.finish)
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self.__wrapped__, name)
+        if (name.startswith("_") and not name.startswith("_with_")) or not callable(value) or inspect.isclass(value):
+            return value
+
+        def chained(*args: Any, **kwargs: Any) -> Any:
+            return self._self_adopt(value(*args, **kwargs))
+
+        return chained
+
+    def _self_adopt(self, result: Any) -> Any:
+        try:
+            if result is self.__wrapped__:
+                return self
+            if hasattr(result, "__aiter__") and not isinstance(result, ScopedStream) and not inspect.isasyncgen(result):
+                return ScopedStream(result, self._self_run, parent=self)
+        except Exception:  # noqa: BLE001 - hand the framework's result back unchanged
+            _logger.debug("otel-agent-identity: could not scope a derived stream", exc_info=True)
+        return result
 
     def __aiter__(self):
         return self
@@ -359,7 +478,24 @@ class ScopedStream(wrapt.ObjectProxy):
         return await self._self_run._await(self.__wrapped__.get_final_response(*args, **kwargs))
 
     def __await__(self):
-        return self.get_final_response().__await__()
+        if not hasattr(self.__wrapped__, "__await__"):
+            return self.get_final_response().__await__()
+        return self._self_resolve().__await__()
+
+    async def _self_resolve(self):
+        run = self._self_run
+        tokens = run.enter()
+        try:
+            result = await self.__wrapped__
+        except BaseException as exc:
+            run.finish(error=exc)
+            raise
+        finally:
+            run.exit(tokens)
+        if result is self.__wrapped__:
+            return self  # resolved, not consumed: the run goes on while the caller iterates
+        run.finish(result=result)
+        return result
 
     async def aclose(self) -> None:
         """Close an async generator early (``contextlib.aclosing``): the run ends now."""

@@ -1,6 +1,7 @@
 """Attribute names this package emits. The one table is ``docs/attributes.md``; a test keeps them equal."""
 
 from opentelemetry.semconv._incubating.attributes.gen_ai_attributes import (
+    GEN_AI_AGENT_DESCRIPTION,
     GEN_AI_AGENT_ID,
     GEN_AI_AGENT_NAME,
     GEN_AI_CONVERSATION_ID,
@@ -8,9 +9,11 @@ from opentelemetry.semconv._incubating.attributes.gen_ai_attributes import (
     GEN_AI_PROVIDER_NAME,
     GEN_AI_WORKFLOW_NAME,
     GenAiOperationNameValues,
+    GenAiProviderNameValues,
 )
 
 __all__ = [
+    "GEN_AI_AGENT_DESCRIPTION",
     "GEN_AI_AGENT_ID",
     "GEN_AI_AGENT_NAME",
     "GEN_AI_CONVERSATION_ID",
@@ -23,13 +26,17 @@ __all__ = [
 
 INVOKE_AGENT = GenAiOperationNameValues.INVOKE_AGENT.value
 INVOKE_WORKFLOW = GenAiOperationNameValues.INVOKE_WORKFLOW.value
+PROVIDER_OPENAI = GenAiProviderNameValues.OPENAI.value
 
 EXECUTION_ID = "agent_identity.execution.id"
 PARENT_EXECUTION_ID = "agent_identity.parent.execution.id"
+PARENT_CONVERSATION_ID = "agent_identity.parent.conversation.id"
+LAST_AGENT_NAME = "agent_identity.last_agent.name"
 DELEGATION_ID = "agent_identity.delegation.id"
 CONVERSATION_REQUESTED_ID = "agent_identity.conversation.requested_id"
 CONVERSATION_CHANGED = "agent_identity.conversation.changed"
 CONVERSATION_SOURCE = "agent_identity.conversation.source"
+CONVERSATION_RESUMED = "agent_identity.conversation.resumed"
 UPSTREAM_CONVERSATION_ID = "agent_identity.upstream.conversation.id"
 UPSTREAM_EXECUTION_ID = "agent_identity.upstream.execution.id"
 UPSTREAM_DELEGATION_ID = "agent_identity.upstream.delegation.id"

@@ -35,7 +35,8 @@ DEFAULT_IDENTITY_BAGGAGE_KEYS = (
 
 
 #: ``instrument()`` options of ours (env var name, lower case, without the prefix)
-_OPTIONS = frozenset({"frameworks", "max_id_length", "stamp_spans", "allowlist", "baggage_keys"})
+_OPTIONS = frozenset({"frameworks", "max_id_length", "stamp_spans", "allowlist", "baggage_keys",
+                      "openai_agents_group_id_as_conversation"})
 #: options every OTel instrumentor may be given
 _OTEL_KWARGS = frozenset({"tracer_provider", "meter_provider", "logger_provider", "event_logger_provider",
                           "skip_dep_check"})
@@ -50,6 +51,7 @@ class Config:
     stamp_spans: bool = True
     allowlist: tuple[str, ...] = ()
     identity_baggage_keys: tuple[str, ...] = DEFAULT_IDENTITY_BAGGAGE_KEYS
+    openai_agents_group_id_as_conversation: bool = False
 
     @classmethod
     def load(cls, **kwargs: Any) -> "Config":
@@ -61,6 +63,8 @@ class Config:
             stamp_spans (bool): stamp ids on every span inside a run.
             allowlist (Iterable[str] | str): destinations that may receive identity.
             baggage_keys (Iterable[str] | str): extra identity baggage keys.
+            openai_agents_group_id_as_conversation (bool): OpenAI Agents ``RunConfig.group_id``
+                is the conversation id of a run without session or ``conversation_id``.
         Never raises: a malformed value (an unknown framework name included) logs one warning and
         the default is used; an unknown option name logs one warning and is ignored.
         """
@@ -79,6 +83,10 @@ class Config:
             identity_baggage_keys=DEFAULT_IDENTITY_BAGGAGE_KEYS
             + tuple(
                 _pick(kwargs, "baggage_keys", env.OTEL_INSTRUMENTATION_AGENT_IDENTITY_BAGGAGE_KEYS, _names, ())
+            ),
+            openai_agents_group_id_as_conversation=_pick(
+                kwargs, "openai_agents_group_id_as_conversation",
+                env.OTEL_INSTRUMENTATION_AGENT_IDENTITY_OPENAI_AGENTS_GROUP_ID_AS_CONVERSATION, _bool, False,
             ),
         )
 

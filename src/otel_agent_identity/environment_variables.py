@@ -28,3 +28,11 @@ OTEL_INSTRUMENTATION_AGENT_IDENTITY_BAGGAGE_KEYS = "OTEL_INSTRUMENTATION_AGENT_I
 """Comma-separated extra baggage keys that count as identity (``*`` wildcards, case-insensitive),
 added to ``config.DEFAULT_IDENTITY_BAGGAGE_KEYS``; the guard strips them from MCP ``_meta`` and
 outbound HTTP ``baggage`` headers. Default: empty."""
+
+OTEL_INSTRUMENTATION_AGENT_IDENTITY_OPENAI_AGENTS_GROUP_ID_AS_CONVERSATION = (
+    "OTEL_INSTRUMENTATION_AGENT_IDENTITY_OPENAI_AGENTS_GROUP_ID_AS_CONVERSATION"
+)
+"""``true`` or ``false`` (default): an OpenAI Agents run with neither a ``session`` nor a
+``conversation_id`` reports its ``RunConfig.group_id`` (the SDK's "e.g. a chat thread ID", which
+otherwise only reaches the SDK's own traces) as ``gen_ai.conversation.id``. Opt in only when your
+application sets ``group_id`` to a durable conversation id."""

@@ -81,19 +81,43 @@ async def test_a2a_agent_hop_is_one_trace_with_the_right_ids_on_both_sides(instr
         assert "agent_identity.delegation.id" not in entry["attributes"]  # identity stays in the caller
 
 
-async def test_forgetful_specialist_reports_another_conversation(instrumentor, exporter, forgetful):
-    agent = A2AAgent(name="forgetful", url=forgetful.url)
-    session = agent.create_session()
-    for turn in range(2):
-        await agent.run(f"hello {turn}", session=session)
-    context_id = session.service_session_id["context_id"]
-    used = set()
-    for client in _client_spans(exporter):
-        assert client.attributes["gen_ai.conversation.id"] == context_id
-        entry, agent_run = _server_view(forgetful, client)
-        assert entry["attributes"]["gen_ai.conversation.id"] == context_id  # the protocol still says contextId
-        used.add(agent_run["attributes"]["gen_ai.conversation.id"])
-    assert context_id not in used and len(used) == 2  # a new conversation on every request
+async def test_callee_answering_in_another_context_is_seen_by_both_sides(instrumentor, exporter, new_context):
+    async with httpx.AsyncClient() as http:
+        client = await create_client(new_context.url, client_config=ClientConfig(httpx_client=http, streaming=False))
+        await _direct_send(client, _request("hello", uuid.uuid4().hex))
+        (first,) = _client_spans(exporter)
+        assigned = first.attributes["gen_ai.conversation.id"]
+        assert "agent_identity.conversation.requested_id" not in first.attributes  # first turn: nothing asked
+        exporter.clear()
+        await _direct_send(client, _request("again", uuid.uuid4().hex, assigned))
+        (span,) = _client_spans(exporter)
+        a = span.attributes
+        # the caller alone sees it: it asked for `assigned`, the reply came in another context
+        assert a["agent_identity.conversation.requested_id"] == a["gen_ai.conversation.id"] == assigned
+        assert a["agent_identity.conversation.changed"] is True
+        entry = new_context.wait_for(lambda s: trace_hex(s["context"]["trace_id"]) == trace_hex(span.context.trace_id)
+                                     and s["kind"] == "SpanKind.SERVER" and s["name"].startswith("Send"))[0]
+        e = entry["attributes"]
+        assert e["agent_identity.conversation.requested_id"] == assigned
+        assert e["gen_ai.conversation.id"] not in (assigned, None)  # the context it answered in
+        assert e["agent_identity.conversation.changed"] is True
+
+
+async def test_abandoned_streaming_response_ends_its_server_span(instrumentor, exporter, streaming_specialist):
+    async with httpx.AsyncClient() as http:
+        client = await create_client(streaming_specialist.url,
+                                     client_config=ClientConfig(httpx_client=http, streaming=True))
+        stream = client.send_message(_request("tell me a long story of many many words " * 5, uuid.uuid4().hex))
+        async for _event in stream:
+            break  # the client walks away after the first event
+        await stream.aclose()
+    (span,) = _client_spans(exporter)
+    trace_id = trace_hex(span.context.trace_id)
+    entry = streaming_specialist.wait_for(
+        lambda s: trace_hex(s["context"]["trace_id"]) == trace_id and s["kind"] == "SpanKind.SERVER"
+        and s["name"] == "SendStreamingMessage", timeout=8)  # the full stream would take 12 s
+    assert entry, "the SERVER span of the abandoned stream never ended"
+    assert entry[0]["status"]["status_code"] != "ERROR"
 
 
 async def _direct_send(client, request: SendMessageRequest) -> list:

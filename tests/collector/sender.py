@@ -5,8 +5,8 @@ Plain OpenTelemetry SDK + OTLP/HTTP, spans shaped like the instrumentation's:
 
 - ``caller`` (service A): an ``invoke_agent`` INTERNAL span with its own
   conversation, and below it the A2A send: a CLIENT ``invoke_agent`` span
-  carrying ``gen_ai.conversation.id`` = the contextId it sends and an
-  ``agent_identity.delegation.id``. For each attempt it starts the ``callee``
+  carrying ``gen_ai.conversation.id`` and ``agent_identity.conversation.requested_id`` = the
+  contextId it sends (none on a first turn) and an ``agent_identity.delegation.id``. For each attempt it starts the ``callee``
   as a second process and hands it the W3C traceparent in ``TRACEPARENT``.
 - ``callee`` (service B): a SERVER span (child of the client span) and below it
   its agent's ``invoke_agent`` span with the conversation it actually used,
@@ -38,6 +38,7 @@ OP = "gen_ai.operation.name"
 AGENT = "gen_ai.agent.name"
 EXECUTION = "agent_identity.execution.id"
 DELEGATION = "agent_identity.delegation.id"
+REQUESTED = "agent_identity.conversation.requested_id"
 
 
 def _tracer(service: str, endpoint: str) -> tuple[TracerProvider, trace.Tracer]:
@@ -57,7 +58,7 @@ def caller(args: argparse.Namespace) -> None:
         attrs = {OP: "invoke_agent", AGENT: args.callee_service, EXECUTION: execution,
                  DELEGATION: uuid.uuid4().hex}
         if args.context_id:
-            attrs[CONV] = args.context_id
+            attrs[CONV] = attrs[REQUESTED] = args.context_id
         with tracer.start_as_current_span(f"invoke_agent {args.callee_service}",
                                           kind=trace.SpanKind.CLIENT, attributes=attrs):
             for _ in range(args.attempts):

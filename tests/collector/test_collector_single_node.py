@@ -68,7 +68,7 @@ def test_forgetful_callee_is_a_mismatch(run):
     _, traces, spans = run
     (entry,) = entry_spans(spans, traces["forgetful"])
     assert entry.service == "forgetful"
-    assert entry.attributes["agent_identity.hop.result"] == "mismatch"
+    assert entry.attributes["agent_identity.hop.result"] == "context_changed"
     assert entry.attributes["agent_identity.hop.mismatch"] is True
     assert entry.attributes["agent_identity.hop.caller.conversation.id"] == "conv-b"
     assert entry.attributes["agent_identity.hop.callee.conversation.id"] == "conv-new-b"

@@ -37,7 +37,7 @@ def test_one_trace_reaches_one_tier2_instance(tmp_path):
             trace_id = cs.send_trace(tier1.endpoint, service="orchestrator", conversation=conv, context_id=conv,
                                      callee_service="specialist",
                                      callee_conversation=f"other-{i}" if forgetful else conv)
-            expected[trace_id] = "mismatch" if forgetful else "continued"
+            expected[trace_id] = "context_changed" if forgetful else "continued"
 
         def all_checked():
             per_instance = [cs.read_spans(c.spans_file) for c in tier2]

@@ -12,6 +12,11 @@ const (
 	attrAgentName     = "gen_ai.agent.name"
 	attrExecutionID   = "agent_identity.execution.id"
 	attrDelegationID  = "agent_identity.delegation.id"
+	// attrRequestedID: the id a span asked to continue (A2A CLIENT and SERVER
+	// spans: the request's contextId, absent on a first turn).
+	attrRequestedID = "agent_identity.conversation.requested_id"
+	// attrResumed: whether the agent run started from prior conversation state.
+	attrResumed = "agent_identity.conversation.resumed"
 
 	// operationInvokeAgent is the gen_ai.operation.name of agent spans.
 	operationInvokeAgent = "invoke_agent"
@@ -25,6 +30,9 @@ const (
 	attrHopCallerService        = "agent_identity.hop.caller.service.name"
 	attrHopCallerConversationID = "agent_identity.hop.caller.conversation.id"
 	attrHopCalleeConversationID = "agent_identity.hop.callee.conversation.id"
+	attrHopRequestedID          = "agent_identity.hop.requested_id"
+	attrHopCalleeAgentConvID    = "agent_identity.hop.callee.agent.conversation.id"
+	attrHopCalleeResumed        = "agent_identity.hop.callee.resumed"
 	attrConversationBackfilled  = "agent_identity.conversation.backfilled"
 	attrDelegationDuplicate     = "agent_identity.delegation.duplicate"
 )
@@ -37,14 +45,26 @@ var writtenAttributes = []string{
 	attrHopCallerService,
 	attrHopCallerConversationID,
 	attrHopCalleeConversationID,
+	attrHopRequestedID,
+	attrHopCalleeAgentConvID,
+	attrHopCalleeResumed,
 	attrConversationBackfilled,
 	attrDelegationDuplicate,
 }
 
-// Values of agent_identity.hop.result.
+// Values of agent_identity.hop.result. The flagged ones (hop.mismatch=true)
+// are the reasons: resultContextChanged and resultStateNotResumed.
 const (
-	resultContinued     = "continued"
-	resultMismatch      = "mismatch"
+	resultContinued = "continued"
+	// resultFirstTurn: the caller asked to continue nothing (no contextId
+	// sent): never a mismatch.
+	resultFirstTurn = "first_turn"
+	// resultContextChanged: the callee answered in another context than the
+	// one requested (protocol continuity broken).
+	resultContextChanged = "context_changed"
+	// resultStateNotResumed: the callee answered in the requested context but
+	// the run serving it started from no prior state (state continuity broken).
+	resultStateNotResumed = "state_not_resumed"
 	resultUnresolved    = "unresolved"
 	resultCallerUnknown = "caller_unknown"
 	resultCalleeUnknown = "callee_unknown"

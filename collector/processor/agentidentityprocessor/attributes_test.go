@@ -90,7 +90,7 @@ func TestMetricsFollowTable(t *testing.T) {
 	rows := tableRows(t, "Metrics (collector)")
 	want := map[string][]string{
 		metricHops:                {labelCallerService, labelCalleeService, labelCalleeAgent, labelResult},
-		metricMismatches:          {labelCallerService, labelCalleeService, labelCalleeAgent},
+		metricMismatches:          {labelCallerService, labelCalleeService, labelCalleeAgent, labelReason},
 		metricUnresolved:          {labelCalleeService},
 		metricDuplicateExecutions: {labelCallerService, labelCalleeService},
 		metricNoCallee:            {labelCallerService, labelCalleeAgent, labelCallerStatus},

@@ -40,6 +40,14 @@ func fuzzTrace(data []byte) ptrace.Traces {
 		case 2:
 			a.PutInt(attrConversationID, int64(svc))
 		}
+		switch svc >> 2 & 3 {
+		case 1:
+			a.PutStr(attrRequestedID, fmt.Sprint("c", svc>>5))
+		case 2:
+			a.PutBool(attrResumed, false)
+		case 3:
+			a.PutBool(attrResumed, true)
+		}
 		if flags&0x40 != 0 {
 			a.PutStr(attrDelegationID, "d")
 		}
@@ -75,17 +83,28 @@ func FuzzTraceWalk(f *testing.F) {
 	})
 }
 
-// checkMismatches: a mismatch always names two different, present ids.
+// checkMismatches: a flagged hop always names what was requested, and
+// either a different answered context or a run that did not resume.
 func checkMismatches(t *testing.T, td ptrace.Traces) {
 	for _, rs := range td.ResourceSpans().All() {
 		for _, ss := range rs.ScopeSpans().All() {
 			for _, s := range ss.Spans().All() {
-				if strAttr(s, attrHopResult) != resultMismatch {
+				result := strAttr(s, attrHopResult)
+				flagged, _ := verdict(result)
+				if v, ok := s.Attributes().Get(attrHopMismatch); ok && v.Bool() != flagged {
+					t.Fatalf("hop.mismatch %v with result %q", v.Bool(), result)
+				}
+				if !flagged {
 					continue
 				}
-				caller, callee := strAttr(s, attrHopCallerConversationID), strAttr(s, attrHopCalleeConversationID)
-				if caller == "" || callee == "" || caller == callee {
-					t.Fatalf("mismatch with caller %q callee %q", caller, callee)
+				requested, answered := strAttr(s, attrHopRequestedID), strAttr(s, attrHopCalleeConversationID)
+				resumed, known := s.Attributes().Get(attrHopCalleeResumed)
+				switch {
+				case requested == "" || answered == "":
+					t.Fatalf("%s with requested %q answered %q", result, requested, answered)
+				case result == resultContextChanged && requested == answered,
+					result == resultStateNotResumed && (requested != answered || !known || resumed.Bool()):
+					t.Fatalf("%s with requested %q answered %q resumed %v", result, requested, answered, resumed.AsRaw())
 				}
 			}
 		}

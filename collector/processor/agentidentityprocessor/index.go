@@ -4,6 +4,7 @@ package agentidentityprocessor // import "github.com/otel-agent-identity/otel-ag
 
 import (
 	"strings"
+	"sync"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
@@ -24,10 +25,66 @@ type spanRef struct {
 	service string
 }
 
+// scratch holds the per-call buffers, reused across calls through a pool so a
+// fresh trace costs no index allocation once the pool is warm. release drops
+// every reference into the trace (spans, services) before it goes back: the
+// processor keeps no trace state between calls.
+type scratch struct {
+	refs  []spanRef
+	ids   map[pcommon.SpanID]int32
+	ints  []int32
+	bools []bool
+	one   [1][]spanRef
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+
+func getScratch() *scratch { return scratchPool.Get().(*scratch) }
+
+func (sc *scratch) release() {
+	clear(sc.refs[:cap(sc.refs)])
+	sc.refs = sc.refs[:0]
+	sc.one[0] = nil
+	clear(sc.ids)
+	scratchPool.Put(sc)
+}
+
+// int32s returns n int32s from the scratch (contents undefined), valid
+// until the next call of int32s' sibling allocations are released.
+func (sc *scratch) int32s(n int) []int32 {
+	if cap(sc.ints)-len(sc.ints) < n {
+		// a new backing array: slices handed out earlier keep the old one
+		sc.ints = make([]int32, 0, max(2*cap(sc.ints), len(sc.ints)+n, 1024))
+	}
+	out := sc.ints[len(sc.ints) : len(sc.ints)+n : len(sc.ints)+n]
+	sc.ints = sc.ints[:len(sc.ints)+n]
+	return out
+}
+
+// boolsN returns n false bools from the scratch.
+func (sc *scratch) boolsN(n int) []bool {
+	if cap(sc.bools)-len(sc.bools) < n {
+		sc.bools = make([]bool, 0, max(2*cap(sc.bools), len(sc.bools)+n, 1024))
+	}
+	out := sc.bools[len(sc.bools) : len(sc.bools)+n : len(sc.bools)+n]
+	clear(out)
+	sc.bools = sc.bools[:len(sc.bools)+n]
+	return out
+}
+
+// reset makes the int32 and bool buffers whole again for the next trace.
+func (sc *scratch) reset() {
+	sc.ints = sc.ints[:0]
+	sc.bools = sc.bools[:0]
+}
+
 // groupByTrace splits a batch into its traces, keeping batch order. After
-// groupbytrace a batch is one trace: one slice, allocated once.
-func groupByTrace(td ptrace.Traces) [][]spanRef {
-	refs := make([]spanRef, 0, td.SpanCount())
+// groupbytrace a batch is one trace: one slice, from the scratch.
+func groupByTrace(td ptrace.Traces, sc *scratch) [][]spanRef {
+	refs := sc.refs[:0]
+	if n := td.SpanCount(); cap(refs) < n {
+		refs = make([]spanRef, 0, n)
+	}
 	multi := false
 	var first pcommon.TraceID
 	for _, rs := range td.ResourceSpans().All() {
@@ -43,8 +100,10 @@ func groupByTrace(td ptrace.Traces) [][]spanRef {
 			}
 		}
 	}
+	sc.refs = refs
 	if !multi {
-		return [][]spanRef{refs}
+		sc.one[0] = refs
+		return sc.one[:]
 	}
 	var groups [][]spanRef
 	byID := make(map[pcommon.TraceID]int)
@@ -113,13 +172,18 @@ type traceIndex struct {
 	// order lists reached spans parents-first
 	order []int32
 	queue []int32
+	sc    *scratch
 }
 
-func buildIndex(spans []spanRef) *traceIndex {
+func buildIndex(spans []spanRef, sc *scratch) *traceIndex {
 	n := len(spans)
-	buf := make([]int32, 4*n+1) // parent, counts (n+1), fill, order
-	t := &traceIndex{spans: spans, parent: buf[:n:n]}
-	ids := make(map[pcommon.SpanID]int32, n)
+	buf := sc.int32s(4*n + 1) // parent, counts (n+1), fill, order
+	clear(buf[:2*n+1]) // parent and counts start zeroed
+	t := &traceIndex{spans: spans, parent: buf[:n:n], sc: sc}
+	if sc.ids == nil {
+		sc.ids = make(map[pcommon.SpanID]int32, n)
+	}
+	ids := sc.ids
 	for i, s := range spans {
 		id := s.span.SpanID()
 		switch j, dup := ids[id]; {
@@ -132,7 +196,7 @@ func buildIndex(spans []spanRef) *traceIndex {
 		default:
 			ids[id] = parentMissing // conflicting copies: children are unresolved
 			if t.ambiguous == nil {
-				t.ambiguous = make([]bool, n)
+				t.ambiguous = sc.boolsN(n)
 			}
 		}
 	}
@@ -162,7 +226,7 @@ func buildIndex(spans []spanRef) *traceIndex {
 		counts[i] += counts[i-1]
 	}
 	t.first = counts
-	t.kids = make([]int32, counts[n])
+	t.kids = sc.int32s(int(counts[n]))
 	fill := buf[2*n+1 : 3*n+1 : 3*n+1]
 	copy(fill, counts[:n])
 	for i, p := range t.parent {
@@ -172,7 +236,7 @@ func buildIndex(spans []spanRef) *traceIndex {
 		}
 	}
 	// Breadth-first from the roots; a span never reached sits on a cycle.
-	t.reached = make([]bool, n)
+	t.reached = sc.boolsN(n)
 	t.order = buf[3*n+1 : 3*n+1 : 4*n+1]
 	for i, p := range t.parent {
 		if p == parentNone || p == parentMissing {
@@ -207,7 +271,7 @@ func (t *traceIndex) sameServiceParent(i int32) int32 {
 // walks linear in total. i must be reached (acyclic ancestry).
 func (t *traceIndex) nearest(memo *[]int32, i int32, pred func(int32) bool) int32 {
 	if *memo == nil {
-		*memo = make([]int32, len(t.spans))
+		*memo = t.sc.int32s(len(t.spans))
 		for k := range *memo {
 			(*memo)[k] = memoUnknown
 		}

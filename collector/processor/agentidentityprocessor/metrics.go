@@ -25,6 +25,9 @@ const (
 	labelCalleeService = "callee_service"
 	labelCalleeAgent   = "callee_agent"
 	labelResult        = "result"
+	// labelReason: why a hop is flagged, context_changed or state_not_resumed
+	// (the agent_identity.hop.result of the hop).
+	labelReason = "reason"
 	labelCallerStatus  = "caller_status"
 
 	callerStatusError = "error"
@@ -42,7 +45,7 @@ func newInstruments(mp metric.MeterProvider) (*instruments, error) {
 	ins.hops, e1 = m.Int64Counter(metricHops, metric.WithUnit("{hop}"),
 		metric.WithDescription("Cross-service hops checked, by result."))
 	ins.mismatches, e2 = m.Int64Counter(metricMismatches, metric.WithUnit("{hop}"),
-		metric.WithDescription("Hops whose callee did not continue the caller's conversation."))
+		metric.WithDescription("Flagged hops: the callee did not continue what the caller requested, by reason."))
 	ins.unresolved, e3 = m.Int64Counter(metricUnresolved, metric.WithUnit("{span}"),
 		metric.WithDescription("Spans whose parent is missing, ambiguous, cyclic or in another fragment."))
 	ins.duplicates, e4 = m.Int64Counter(metricDuplicateExecutions, metric.WithUnit("{execution}"),
@@ -86,8 +89,8 @@ func (ins *instruments) record(ctx context.Context, t *tally) {
 			attribute.String(labelCalleeService, k.callee),
 			attribute.String(labelCalleeAgent, k.agent))
 		ins.hops.Add(ctx, n, metric.WithAttributes(append(set.ToSlice(), attribute.String(labelResult, k.result))...))
-		if k.result == resultMismatch {
-			ins.mismatches.Add(ctx, n, metric.WithAttributeSet(set))
+		if flagged, _ := verdict(k.result); flagged {
+			ins.mismatches.Add(ctx, n, metric.WithAttributes(append(set.ToSlice(), attribute.String(labelReason, k.result))...))
 		}
 	}
 	for svc, n := range t.unresolved {

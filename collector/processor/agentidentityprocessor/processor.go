@@ -54,9 +54,12 @@ func newIdentityProcessor(set processor.Settings, cfg *Config) (*identityProcess
 // state between calls and is safe for concurrent use.
 func (p *identityProcessor) processTraces(ctx context.Context, td ptrace.Traces) (ptrace.Traces, error) {
 	var t tally
-	for _, spans := range groupByTrace(td) {
-		p.processTrace(spans, &t)
+	sc := getScratch()
+	for _, spans := range groupByTrace(td, sc) {
+		p.processTrace(spans, sc, &t)
+		sc.reset()
 	}
+	sc.release()
 	p.ins.record(ctx, &t)
 	return td, nil
 }
@@ -82,8 +85,8 @@ type delegated struct {
 	start     pcommon.Timestamp
 }
 
-func (p *identityProcessor) processTrace(spans []spanRef, t *tally) {
-	tr := &trace{traceIndex: buildIndex(spans), ruleMemo: make([][]int32, len(p.rules))}
+func (p *identityProcessor) processTrace(spans []spanRef, sc *scratch, t *tally) {
+	tr := &trace{traceIndex: buildIndex(spans, sc), ruleMemo: make([][]int32, len(p.rules))}
 	for i := range spans {
 		c := int32(i)
 		par := tr.parent[c]
@@ -129,7 +132,11 @@ func (tr *trace) isAgent(i int32) bool {
 	return strAttr(tr.spans[i].span, attrOperationName) == operationInvokeAgent
 }
 
-// checkHop compares the caller's and the callee's conversation on hop par -> c.
+// checkHop judges hop par -> c: did the callee continue what the caller
+// requested? It compares like with like (README "Hop model"): the contextId
+// the caller asked for with the context the callee's entry span answered in
+// (protocol continuity), then whether the run serving it resumed prior state
+// (state continuity).
 func (p *identityProcessor) checkHop(tr *trace, par, c int32, t *tally) {
 	caller, callee := tr.spans[par], tr.spans[c]
 	from := int32(-1) // caller span whose request is compared
@@ -150,38 +157,76 @@ func (p *identityProcessor) checkHop(tr *trace, par, c int32, t *tally) {
 	if i := tr.nearest(&tr.convMemo, from, tr.hasConv); i >= 0 {
 		callerConv = strAttr(tr.spans[i].span, attrConversationID)
 	}
-	calleeConv, agent, execution := "", "", ""
+	agentConv, agent, execution := "", "", ""
+	resumed, resumedKnown := false, false
 	if a := tr.firstBelow(c, tr.isAgent); a >= 0 {
 		as := tr.spans[a].span
-		calleeConv, agent, execution = strAttr(as, attrConversationID), strAttr(as, attrAgentName), strAttr(as, attrExecutionID)
+		agentConv, agent, execution = strAttr(as, attrConversationID), strAttr(as, attrAgentName), strAttr(as, attrExecutionID)
+		if v, ok := as.Attributes().Get(attrResumed); ok && v.Type() == pcommon.ValueTypeBool {
+			resumed, resumedKnown = v.Bool(), true
+		}
 	}
 	if execution == "" {
 		execution = strAttr(callee.span, attrExecutionID)
+	}
+	// Requested: what the requesting span (else the entry span, the same
+	// request seen by the callee) says the request carried. A send span of
+	// this instrumentation (it carries a delegation id) without one asked for
+	// nothing: a first turn. Any other caller span (semconv only) requested
+	// the conversation it carries.
+	reqSpan := tr.spans[from].span
+	requested := strAttr(reqSpan, attrRequestedID)
+	if requested == "" {
+		requested = strAttr(callee.span, attrRequestedID)
+	}
+	ours := requested != "" || strAttr(reqSpan, attrDelegationID) != ""
+	if !ours {
+		requested = callerConv
+	}
+	// Answered: the context the entry span answered in; a callee
+	// instrumented by semconv alone has only its agent span's.
+	answered := strAttr(callee.span, attrConversationID)
+	if answered == "" {
+		answered = agentConv
 	}
 
 	result := resultNotRequired
 	switch {
 	case !required:
-	case callerConv == "":
+	case requested == "" && ours:
+		result = resultFirstTurn
+	case requested == "":
 		result = resultCallerUnknown
-	case calleeConv == "":
+	case answered == "":
 		result = resultCalleeUnknown
-	case callerConv == calleeConv:
-		result = resultContinued
+	case answered != requested:
+		result = resultContextChanged
+	case resumedKnown && !resumed:
+		result = resultStateNotResumed
 	default:
-		result = resultMismatch
+		result = resultContinued
 	}
 	attrs := callee.span.Attributes()
+	attrs.EnsureCapacity(attrs.Len() + 8) // one growth for every mark below
 	attrs.PutStr(attrHopResult, result)
 	attrs.PutStr(attrHopCallerService, caller.service)
-	if result == resultContinued || result == resultMismatch {
-		attrs.PutBool(attrHopMismatch, result == resultMismatch)
+	if flagged, judged := verdict(result); judged {
+		attrs.PutBool(attrHopMismatch, flagged)
 	}
 	if callerConv != "" {
 		attrs.PutStr(attrHopCallerConversationID, callerConv)
 	}
-	if calleeConv != "" {
-		attrs.PutStr(attrHopCalleeConversationID, calleeConv)
+	if required && requested != "" {
+		attrs.PutStr(attrHopRequestedID, requested)
+	}
+	if answered != "" {
+		attrs.PutStr(attrHopCalleeConversationID, answered)
+	}
+	if agentConv != "" && agentConv != answered {
+		attrs.PutStr(attrHopCalleeAgentConvID, agentConv)
+	}
+	if resumedKnown {
+		attrs.PutBool(attrHopCalleeResumed, resumed)
 	}
 	bump(&t.hops, hopKey{caller: caller.service, callee: callee.service, agent: agent, result: result})
 
@@ -197,6 +242,18 @@ func (p *identityProcessor) checkHop(tr *trace, par, c int32, t *tally) {
 	}
 	key := delegationKey{caller: caller.service, id: strAttr(tr.spans[d].span, attrDelegationID), callee: callee.service}
 	tr.deleg[key] = append(tr.deleg[key], delegated{entry: c, execution: execution, start: callee.span.StartTimestamp()})
+}
+
+// verdict says whether a hop result is flagged (agent_identity.hop.mismatch
+// true) and whether it is a verdict at all (the flag is set only then).
+func verdict(result string) (flagged, judged bool) {
+	switch result {
+	case resultContextChanged, resultStateNotResumed:
+		return true, true
+	case resultContinued, resultFirstTurn:
+		return false, true
+	}
+	return false, false
 }
 
 // markNoCallee marks each requesting span that has no descendant in another
@@ -247,7 +304,7 @@ func (p *identityProcessor) requests(s spanRef) bool {
 // service (or has no usable service.name). Reached spans only; one pass,
 // children before parents.
 func (tr *trace) foreignBelow() []bool {
-	foreign := make([]bool, len(tr.spans))
+	foreign := tr.sc.boolsN(len(tr.spans))
 	for k := len(tr.order) - 1; k >= 0; k-- {
 		i := tr.order[k]
 		p := tr.parent[i]
@@ -344,6 +401,7 @@ func (tr *trace) backfill() {
 			continue
 		}
 		if id := strAttr(tr.spans[par].span, attrConversationID); id != "" {
+			attrs.EnsureCapacity(attrs.Len() + 2)
 			attrs.PutStr(attrConversationID, id)
 			attrs.PutBool(attrConversationBackfilled, true)
 		}

@@ -83,7 +83,7 @@ func TestLargeTraces(t *testing.T) {
 			results := countResults(out)
 			assert.Zero(t, results[resultUnresolved])
 			if name != "deep_chain" {
-				assert.Equal(t, n-1, results[resultContinued]+results[resultMismatch])
+				assert.Equal(t, n-1, results[resultContinued]+results[resultContextChanged])
 			}
 		})
 	}
@@ -109,7 +109,7 @@ func TestConcurrentCalls(t *testing.T) {
 	}
 	wg.Wait()
 	m := h.metrics(t)
-	assert.Equal(t, int64(400), m["agent_identity.mismatches{callee_agent=specialist,callee_service=specialist,caller_service=orchestrator}"])
+	assert.Equal(t, int64(400), m["agent_identity.mismatches{callee_agent=specialist,callee_service=specialist,caller_service=orchestrator,reason=context_changed}"])
 }
 
 // A batch holding several traces is split per trace: no hop crosses traces.
@@ -196,7 +196,8 @@ func TestRedeliveredCopyIsOneSpan(t *testing.T) {
 			spans := append([]spanIn(nil), base...)
 			mutate(&spans[1])
 			td := buildTraces(t, spans)
-			idx := buildIndex(groupByTrace(td)[0])
+			sc := getScratch()
+			idx := buildIndex(groupByTrace(td, sc)[0], sc)
 			child := idx.parent[2]
 			if name == "identical" {
 				assert.Equal(t, parentCopy, idx.parent[1])
@@ -237,5 +238,25 @@ func TestNoCalleeRules(t *testing.T) {
 			require.NoError(t, h.proc.ConsumeTraces(context.Background(), buildTraces(t, spans)))
 			assert.Equal(t, tc.want, countResults(h.sink.AllTraces()[0]))
 		})
+	}
+}
+
+// TestScratchReuse: the pooled buffers of a large trace never leak into the
+// analysis of the next (smaller) one: same marks as on a fresh processor.
+func TestScratchReuse(t *testing.T) {
+	input, err := readGolden("shape_a2a_executor_per_request")
+	require.NoError(t, err)
+	fresh := newHarness(t, configFrom(t, map[string]any{"backfill": true}))
+	require.NoError(t, fresh.proc.ConsumeTraces(context.Background(), buildTraces(t, input)))
+	want := fresh.sink.AllTraces()[0]
+
+	h := newHarness(t, configFrom(t, map[string]any{"backfill": true}))
+	for range 3 {
+		require.NoError(t, h.proc.ConsumeTraces(context.Background(), benchTrace(pcommon.TraceID{7}, 20, 30)))
+		require.NoError(t, h.proc.ConsumeTraces(context.Background(), buildTraces(t, input)))
+		got := h.sink.AllTraces()[len(h.sink.AllTraces())-1]
+		assert.Equal(t, countResults(want), countResults(got))
+		assert.Equal(t, want.ResourceSpans().At(2).ScopeSpans().At(0).Spans().At(0).Attributes().AsRaw(),
+			got.ResourceSpans().At(2).ScopeSpans().At(0).Spans().At(0).Attributes().AsRaw())
 	}
 }

@@ -5,8 +5,10 @@ requirement strings of the versions it knows), ``instrument(handler)`` and ``uni
 ADAPTERS = {
     "agent_framework": "otel_agent_identity.adapters.agent_framework",
     "agno": "otel_agent_identity.adapters.agno",
+    "langgraph": "otel_agent_identity.adapters.langgraph",
     "a2a": "otel_agent_identity.adapters.a2a_sdk",
     "mcp": "otel_agent_identity.adapters.mcp",
+    "openai_agents": "otel_agent_identity.adapters.openai_agents",
     "http": "otel_agent_identity.adapters.http_clients",
 }
 

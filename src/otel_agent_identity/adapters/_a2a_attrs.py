@@ -2,8 +2,10 @@
 
 Every function accepts any object (missing fields read as absent) and never raises on odd input.
 Ids come from these protocol fields: ``Message.message_id`` -> ``a2a.message.id``;
-``Message.context_id`` / ``Task.context_id`` / ``TaskStatusUpdateEvent.context_id`` ->
-``gen_ai.conversation.id``; ``Message.task_id`` / ``Task.id`` / ``*UpdateEvent.task_id`` ->
+``Message.context_id`` of a request -> ``agent_identity.conversation.requested_id`` (what the
+request asked to continue) and ``gen_ai.conversation.id`` (in effect until a response says
+otherwise); ``Task.context_id`` / ``TaskStatusUpdateEvent.context_id`` / ... of a response -> the
+context the server answered in; ``Message.task_id`` / ``Task.id`` / ``*UpdateEvent.task_id`` ->
 ``a2a.task.id``; ``TaskStatus.state`` -> ``a2a.task.state`` (enum name, e.g. ``TASK_STATE_COMPLETED``).
 """
 
@@ -44,8 +46,9 @@ def card_name(client: Any) -> Optional[str]:
 
 
 def message_attributes(message: Any) -> dict[str, Any]:
-    """``a2a.message.id``, ``a2a.task.id``, ``a2a.message.reference_task_ids`` and
-    ``gen_ai.conversation.id`` (the ``context_id`` as sent) of a request ``Message``."""
+    """``a2a.message.id``, ``a2a.task.id``, ``a2a.message.reference_task_ids``, and
+    ``gen_ai.conversation.id`` = ``agent_identity.conversation.requested_id`` = the ``context_id``
+    as sent (both absent on a first turn) of a request ``Message``."""
     out: dict[str, Any] = {}
     for key, field in (
         (attrs.A2A_MESSAGE_ID, "message_id"),
@@ -55,6 +58,8 @@ def message_attributes(message: Any) -> dict[str, Any]:
         value = _str(getattr(message, field, None))
         if value:
             out[key] = value
+    if attrs.GEN_AI_CONVERSATION_ID in out:
+        out[attrs.CONVERSATION_REQUESTED_ID] = out[attrs.GEN_AI_CONVERSATION_ID]
     refs = [r for r in (getattr(message, "reference_task_ids", None) or ()) if _str(r)]
     if refs:
         out[attrs.A2A_MESSAGE_REFERENCE_TASK_IDS] = refs
@@ -139,6 +144,18 @@ def mark_failed_task(span: Any, observed: dict[str, Any]) -> None:
     if state in FAILED_STATES and span.is_recording():
         span.set_status(Status(StatusCode.ERROR, f"A2A task {state}"))
         span.set_attribute(ERROR_TYPE, state)
+
+
+def requested_context(message: Any) -> Optional[str]:
+    """The ``context_id`` (str) a request ``Message`` asked to continue, None on a first turn."""
+    return _str(getattr(message, "context_id", None))
+
+
+def mark_changed(span: Any, requested: Optional[str], answered: Optional[str]) -> None:
+    """``agent_identity.conversation.changed=true`` on ``span`` when a response's ``context_id``
+    differs from the non-empty requested one (a callee that answered in another context)."""
+    if requested and answered and answered != requested and span.is_recording():
+        span.set_attribute(attrs.CONVERSATION_CHANGED, True)
 
 
 def event_attributes(observed: dict[str, Any]) -> dict[str, Any]:

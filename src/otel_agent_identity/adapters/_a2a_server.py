@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import weakref
 from typing import Any, Mapping, Optional
 
 import wrapt
@@ -98,8 +99,9 @@ def start_server_span(tracer: trace.Tracer, handler: Any, params: Any, call_cont
     return span, _inbound(span, headers, trace.set_span_in_context(span, parent))
 
 
-def observe(span: Any, event: Any) -> None:
-    """Put an outgoing event's task id, state and (server-assigned) context id on the span."""
+def observe(span: Any, event: Any, requested: Optional[str] = None) -> None:
+    """Put an outgoing event's task id, state and context id (the context the server answered
+    in) on the span; ``agent_identity.conversation.changed`` when it is not the ``requested`` one."""
     try:
         seen = facts.event_facts(event)
         if not span.is_recording():
@@ -108,6 +110,7 @@ def observe(span: Any, event: Any) -> None:
         facts.mark_failed_task(span, seen)
         if seen.get("context_id"):
             span.set_attribute(attrs.GEN_AI_CONVERSATION_ID, seen["context_id"])
+            facts.mark_changed(span, requested, seen["context_id"])
     except Exception:  # noqa: BLE001
         _logger.debug("otel-agent-identity: could not read an a2a server event", exc_info=True)
 
@@ -130,6 +133,7 @@ def server_wrapper(tracer: trace.Tracer, streaming: bool):
             params = args[0] if args else kwargs.get("params")
             call_context = args[1] if len(args) > 1 else kwargs.get("context")
             span, ctx = start_server_span(tracer, instance, params, call_context, streaming)
+            requested = facts.requested_context(getattr(params, "message", None))
         except Exception:  # noqa: BLE001 - never break the application
             _logger.debug("otel-agent-identity: a2a server span failed", exc_info=True)
             return wrapped(*args, **kwargs)
@@ -142,13 +146,13 @@ def server_wrapper(tracer: trace.Tracer, streaming: bool):
                 raise
             finally:
                 otel_context.detach(token)
-            return ServerStream(stream, span, ctx)
-        return _send(wrapped, args, kwargs, span, ctx)
+            return ServerStream(stream, span, ctx, requested)
+        return _send(wrapped, args, kwargs, span, ctx, requested)
 
     return wrapper
 
 
-async def _send(wrapped, args, kwargs, span, ctx):
+async def _send(wrapped, args, kwargs, span, ctx, requested):
     token = otel_context.attach(ctx)
     try:
         result = await wrapped(*args, **kwargs)
@@ -157,28 +161,30 @@ async def _send(wrapped, args, kwargs, span, ctx):
         raise
     finally:
         otel_context.detach(token)
-    observe(span, result)
+    observe(span, result, requested)
     end(span)
     return result
 
 
 class ServerStream(wrapt.ObjectProxy):
     """The handler's event stream; every pull runs in the SERVER span's context (the executor is
-    scheduled during the first pull and captures it). The span ends with the stream."""
+    scheduled during the first pull and captures it). The span ends with the stream: exhausted,
+    failed, cancelled, closed, or dropped unfinished (a client that abandons an SSE response:
+    the route's generators are closed, never this stream, which is then collected)."""
 
-    def __init__(self, wrapped: Any, span: Any, ctx: Any) -> None:
+    def __init__(self, wrapped: Any, span: Any, ctx: Any, requested: Optional[str] = None) -> None:
         super().__init__(wrapped)
         self._self_span = span
         self._self_ctx = ctx
-        self._self_done = False
+        self._self_requested = requested
+        self._self_done = [False]  # shared with the finaliser
+        weakref.finalize(self, _end_once, self._self_done, span)
 
     def __aiter__(self):
         return self
 
     def _finish(self, error: Optional[BaseException] = None) -> None:
-        if not self._self_done:
-            self._self_done = True
-            end(self._self_span, error)
+        _end_once(self._self_done, self._self_span, error)
 
     async def __anext__(self):
         token = otel_context.attach(self._self_ctx)
@@ -192,7 +198,7 @@ class ServerStream(wrapt.ObjectProxy):
             raise
         finally:
             otel_context.detach(token)
-        observe(self._self_span, event)
+        observe(self._self_span, event, self._self_requested)
         return event
 
     async def aclose(self):
@@ -200,3 +206,9 @@ class ServerStream(wrapt.ObjectProxy):
             await self.__wrapped__.aclose()
         finally:
             self._finish()
+
+
+def _end_once(done: list, span: Any, error: Optional[BaseException] = None) -> None:
+    if not done[0]:
+        done[0] = True
+        end(span, error)

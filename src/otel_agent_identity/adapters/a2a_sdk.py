@@ -107,9 +107,11 @@ def _send_wrapper(handler: RunHandler):
         if hop is None:
             return wrapped(*args, **kwargs)
         run, span, target, kwargs = hop
+        request = args[0] if args else kwargs.get("request")
+        requested = facts.requested_context(getattr(request, "message", None))
         if run is not None:
-            return SendStream(run.call(wrapped, args, kwargs), span, run.scope, target)
-        return SendStream(wrapped(*args, **kwargs), span, current_scope(), None)
+            return SendStream(run.call(wrapped, args, kwargs), span, run.scope, target, requested)
+        return SendStream(wrapped(*args, **kwargs), span, current_scope(), None, requested)
 
     return wrapper
 
@@ -131,7 +133,7 @@ def _begin_send(handler: RunHandler, client: Any, args: tuple, kwargs: dict):
         if scope.delegation_id != did:
             scope.delegation_id = did
             scope.refresh()
-        request_attrs.pop(attrs.GEN_AI_CONVERSATION_ID, None)  # the A2AAgent extractor's to set
+        request_attrs.pop(attrs.GEN_AI_CONVERSATION_ID, None)  # the A2AAgent extractor's to set (requested_id stays)
         span.set_attributes(request_attrs)
         span.set_attribute(attrs.DELEGATION_ID, did)
         kwargs["context"] = inject_trace_context(kwargs.get("context"))
@@ -156,17 +158,21 @@ def _begin_send(handler: RunHandler, client: Any, args: tuple, kwargs: dict):
 class SendStream(wrapt.ObjectProxy):
     """The send's response stream: each event's task id and state go on the delegation span.
 
-    First turn (no contextId sent): the ``context_id`` the server assigned becomes the hop's
-    conversation id, for spans started from then on (``scope.learn``) and on the delegation span
+    A response in another context than the one sent (``requested``) marks the span
+    ``agent_identity.conversation.changed=true``: the caller alone sees a callee that answered
+    elsewhere, instrumented or not. First turn (no contextId sent): the ``context_id`` the server
+    assigned becomes the hop's conversation id, for spans started from then on (``scope.learn``) and on the delegation span
     (a direct send: through :func:`context_rule` when its run finishes; an ``A2AAgent`` run without
     a session, whose extractor has nothing to report: set here).
     """
 
-    def __init__(self, wrapped: Any, span: Any, scope: Any, target: Optional[SendTarget]) -> None:
+    def __init__(self, wrapped: Any, span: Any, scope: Any, target: Optional[SendTarget],
+                 requested: Optional[str] = None) -> None:
         super().__init__(wrapped)
         self._self_span = span
         self._self_scope = scope
         self._self_target = target
+        self._self_requested = requested
 
     def __aiter__(self):
         return self
@@ -184,6 +190,7 @@ class SendStream(wrapt.ObjectProxy):
             if span.is_recording():
                 span.set_attributes(facts.event_attributes(observed))
                 facts.mark_failed_task(span, observed)
+                facts.mark_changed(span, self._self_requested, assigned)
         except Exception:  # noqa: BLE001
             _logger.debug("otel-agent-identity: could not read an a2a event", exc_info=True)
         return item

@@ -1,0 +1,155 @@
+"""LangGraph (``langgraph`` 1.x).
+
+Wraps ``langgraph.pregel.Pregel.stream`` and ``.astream`` only: every entry point funnels through
+exactly one of them per graph run (``invoke``/``batch``/``stream_events`` -> ``stream``;
+``ainvoke``/``abatch``/``astream_events`` -> ``astream``), so each run gets one span and no entry
+point gets two. ``CompiledStateGraph`` (``StateGraph.compile()``, ``create_react_agent``,
+``langchain.agents.create_agent``) and ``@entrypoint`` graphs are ``Pregel`` subclasses. LangGraph
+emits no OTel spans, so we create ``invoke_agent {graph.name}`` (INTERNAL). ``RemoteGraph`` is not a
+``Pregel`` and is not seen.
+
+Ids come from the run's **effective** config, the one ``Pregel.stream`` itself computes
+(``langgraph._internal._config.ensure_config(graph.config, config)``): a graph invoked in a node
+without a config inherits its parent's config through langchain-core's contextvar
+``var_child_runnable_config``; one given its own ``thread_id`` drops the inherited one. It is
+computed when ``stream()``/``astream()`` is called (LangGraph computes it again at the first step;
+the two differ only for a stream created in one node's context and first iterated in another's).
+
+- Conversation id, in order: a registered override for the graph's type; then this module's rule,
+  ``config["configurable"]["thread_id"]`` (a str; an int or ``uuid.UUID`` as ``str()``). LangGraph
+  never generates a thread id: none given, no conversation id. Extractors receive the graph as
+  ``agent`` and the effective config (a ``RunnableConfig`` dict) as ``session``.
+- Execution id: ``config["run_id"]`` of the config argument (a str or ``uuid.UUID``;
+  ``astream_events`` injects a UUID; ``batch`` passes each run its own config) as ``str()``, else
+  generated. Not one bound with ``Pregel.with_config(run_id=...)``, which every run of that graph
+  would share. LangGraph does not pass ``run_id`` on to nested graphs.
+- Nested graphs (a subgraph node, a graph invoked in a node with or without its own config) run
+  while the parent's scope is current, so their span records the parent's execution id.
+
+The generator body runs only while it is iterated: the run core keeps the (async) generator shape,
+makes the span current around each step only (never across the caller's code between steps) and
+ends it on exhaustion, error, ``close()``/``aclose()``, a ``break`` or garbage collection. Node
+tasks are submitted to LangGraph's executors during a step, with a copy of the step's context, so
+spans made in tools and models (threads included) carry the run's ids. ``GraphBubbleUp``
+(an ``interrupt()`` or a ``Command(graph=Command.PARENT)`` leaving a subgraph) is control flow,
+not a failure.
+
+Checkpoint resume is not recorded: whether a run starts from a saved checkpoint is known only to
+LangGraph's private loop (``PregelLoop.checkpoint``, read inside ``Pregel.stream``), which no
+public surface exposes for a run with new input; LangGraph's public ``GraphCallbackHandler.on_resume``
+fires only for ``Command(resume=...)``/``None`` input and needs a handler in the run's callbacks,
+inherited by every child runnable; ``graph.get_state()`` would be a second checkpointer read per run.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import Any, Optional
+
+from opentelemetry.instrumentation.utils import unwrap
+from opentelemetry.trace import SpanKind
+from wrapt import wrap_function_wrapper
+
+from otel_agent_identity import attributes as attrs
+from otel_agent_identity._runs import RunHandler, SpanSpec
+from otel_agent_identity.scope import current_scope
+
+NAME = "langgraph"
+REQUIREMENTS = ("langgraph >= 1.0, < 2",)
+PROVIDER = "langgraph"
+
+_logger = logging.getLogger(__name__)
+_METHODS = ("stream", "astream")
+_wrapped: list[tuple[Any, str]] = []
+_ensure_config: Any = None  # langgraph._internal._config.ensure_config, imported at instrument()
+_not_failures: tuple = ()
+_warned: set[str] = set()
+
+
+def thread_rule(graph: Any, config: Any, call: Any) -> Optional[Any]:
+    """Framework rule: ``config["configurable"]["thread_id"]`` of the effective config.
+
+    An int or ``uuid.UUID`` thread id is reported as ``str()`` (checkpointers key threads by it);
+    any other non-string is returned as it is, so the registry drops it with one warning.
+    """
+    configurable = config.get("configurable") if isinstance(config, dict) else None
+    if not isinstance(configurable, dict):
+        return None
+    thread_id = configurable.get("thread_id")
+    if isinstance(thread_id, uuid.UUID) or (isinstance(thread_id, int) and not isinstance(thread_id, bool)):
+        return str(thread_id)
+    return thread_id
+
+
+def _run_id(config: dict, accepts: Any) -> Optional[str]:
+    """``config["run_id"]`` as a str, or None (absent, malformed, or the enclosing run's own id)."""
+    run_id = config.get("run_id")
+    if run_id is None:
+        return None
+    value = str(run_id) if isinstance(run_id, (str, uuid.UUID)) else None
+    if value is None or not accepts(value):
+        if "run_id" not in _warned:
+            _warned.add("run_id")
+            _logger.warning("otel-agent-identity: langgraph config run_id %s is not a usable id; a new "
+                            "execution id is generated (warned once)", type(run_id).__name__)
+        return None
+    outer = current_scope()
+    return None if outer is not None and outer.execution_id == value else value
+
+
+def _span_spec(graph: Any) -> SpanSpec:
+    name = getattr(graph, "name", None) or type(graph).__name__
+    span_attrs = {
+        attrs.GEN_AI_OPERATION_NAME: attrs.INVOKE_AGENT,
+        attrs.GEN_AI_AGENT_NAME: str(name),
+        attrs.GEN_AI_PROVIDER_NAME: PROVIDER,
+    }
+    return SpanSpec(f"{attrs.INVOKE_AGENT} {name}", SpanKind.INTERNAL, span_attrs, _not_failures)
+
+
+def _stream_wrapper(handler: RunHandler):
+    """Wrapper of ``Pregel.stream``/``astream(self, input, config=None, *, ...)``."""
+
+    def wrapper(wrapped, instance, args, kwargs):
+        try:
+            config = args[1] if len(args) > 1 else kwargs.get("config")
+            effective = _ensure_config(instance.config, config)
+            run_id = _run_id(config, handler.registry.accepts) if isinstance(config, dict) else None
+            run = handler.start(
+                framework=NAME, agent=instance, session=effective, args=args, kwargs=kwargs,
+                rule=thread_rule, span=_span_spec(instance), run_id=run_id,
+            )
+        except Exception:  # noqa: BLE001 - never break the application
+            _logger.debug("otel-agent-identity: langgraph run not tracked", exc_info=True)
+            run = None
+        if run is None:
+            return wrapped(*args, **kwargs)
+        return run.call(wrapped, args, kwargs)
+
+    return wrapper
+
+
+def instrument(handler: RunHandler) -> None:
+    """Wrap ``Pregel.stream`` and ``Pregel.astream``.
+
+    Raises:
+        ImportError / AttributeError: this langgraph lacks a piece we rely on (the instrumentor
+            then skips the adapter with a warning).
+    """
+    global _ensure_config, _not_failures
+    from langgraph._internal._config import ensure_config
+    from langgraph.errors import GraphBubbleUp
+    from langgraph.pregel import Pregel
+
+    _ensure_config, _not_failures = ensure_config, (GraphBubbleUp,)
+    for method in _METHODS:
+        wrap_function_wrapper(Pregel, method, _stream_wrapper(handler))
+        _wrapped.append((Pregel, method))
+
+
+def uninstrument() -> None:
+    """Restore every wrapped method."""
+    while _wrapped:
+        cls, method = _wrapped.pop()
+        unwrap(cls, method)

@@ -1,0 +1,202 @@
+"""OpenAI Agents SDK (openai-agents).
+
+Wraps ``AgentRunner.run`` (async; ``Runner.run``, ``Runner.run_sync`` and agents used as tools,
+``Agent.as_tool``, all arrive there) and ``AgentRunner.run_streamed`` (sync, returns a
+``RunResultStreaming`` whose ``run_loop_task`` does the work). The SDK emits no OpenTelemetry
+spans, so each run gets one INTERNAL ``invoke_agent {starting agent name}`` span; the SDK's own
+tracing (``agents.tracing`` processors, ``set_tracing_disabled``) is left untouched.
+
+Arguments are bound by the signature ``run(starting_agent, input, **options)``: ``as_tool`` passes
+``starting_agent=`` by keyword.
+
+Conversation id (framework rule, after a registered override): ``session.session_id`` (str) when
+a ``session`` is given (``SQLiteSession("conv-1")``: the caller's id; an
+``OpenAIConversationsSession`` learns its id from the Conversations API during the first turn: the
+run adopts it as soon as the session's first ``get_items``/``add_items`` returns, and the agent
+span reads it after the run), else the ``conversation_id=`` argument (a server-managed
+conversation; a resumed ``RunState`` input keeps the one it was started with), else ``RunConfig.group_id`` when the application opts in
+(``OTEL_INSTRUMENTATION_AGENT_IDENTITY_OPENAI_AGENTS_GROUP_ID_AS_CONVERSATION``), else none.
+``previous_response_id`` is a response-chain pointer that changes every turn: never the
+conversation id. Execution id: the SDK has no run id, so one is made per run (or given with
+``otel_agent_identity.execution()``).
+
+Handoffs stay in the run: the span records the agent that produced the final output
+(``agent_identity.last_agent.name``). An agent used as a tool is a nested run: its span has
+``agent_identity.parent.execution.id`` and, when it runs without a session or conversation of its
+own, the outer run's conversation as ``agent_identity.parent.conversation.id``.
+
+A streamed run's span ends when its run loop task completes (consumed, abandoned, cancelled).
+"""
+
+from __future__ import annotations
+
+import importlib
+import weakref
+from typing import Any, Optional
+
+from opentelemetry.instrumentation.utils import unwrap
+from opentelemetry.trace import SpanKind
+from wrapt import wrap_function_wrapper
+
+from otel_agent_identity import attributes as attrs
+from otel_agent_identity._runs import RunHandler, SpanSpec
+from otel_agent_identity.scope import current_scope
+
+NAME = "openai_agents"
+REQUIREMENTS = ("openai-agents >= 0.24, < 0.25",)
+
+_wrapped: list[tuple[Any, str]] = []
+_options: dict[str, Any] = {"group_id_as_conversation": False, "run_state": None}
+#: session -> scope of the run using it, for sessions whose id the service assigns during the run
+_pending: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictionary()
+
+
+def conversation_rule(agent: Any, session: Any, call: Any) -> Optional[str]:
+    """Framework rule (see the module docstring); ``call.kwargs`` are the run's options."""
+    if session is not None:
+        try:
+            return session.session_id  # OpenAIConversationsSession raises ValueError before turn 1
+        except Exception:  # noqa: BLE001 - not known yet: read again after the run
+            return None
+    options = call.kwargs or {}
+    conversation_id = options.get("conversation_id")
+    if conversation_id is not None:
+        return conversation_id
+    state = call.args[1] if len(call.args) > 1 else options.get("input")
+    run_state = _options["run_state"]
+    if run_state is not None and isinstance(state, run_state):  # a resumed run (e.g. after an approval)
+        conversation_id = getattr(state, "_conversation_id", None)  # the SDK resumes with this id
+        if conversation_id is not None:
+            return conversation_id
+    if _options["group_id_as_conversation"]:
+        config = options.get("run_config")
+        return config.get("group_id") if isinstance(config, dict) else getattr(config, "group_id", None)
+    return None
+
+
+def _last_agent(result: Any) -> dict[str, Any]:
+    name = getattr(getattr(result, "last_agent", None), "name", None)
+    return {attrs.LAST_AGENT_NAME: name} if isinstance(name, str) else {}
+
+
+def _start(handler: RunHandler, args: tuple, kwargs: dict):
+    agent = args[0] if args else kwargs.get("starting_agent")
+    session = kwargs.get("session")
+    name = getattr(agent, "name", None) or type(agent).__name__
+    spec = SpanSpec(
+        f"{attrs.INVOKE_AGENT} {name}",
+        SpanKind.INTERNAL,
+        {
+            attrs.GEN_AI_OPERATION_NAME: attrs.INVOKE_AGENT,
+            attrs.GEN_AI_AGENT_NAME: str(name),
+            attrs.GEN_AI_PROVIDER_NAME: attrs.PROVIDER_OPENAI,
+        },
+        on_end=_last_agent,
+    )
+    outer = current_scope()
+    run = handler.start(framework=NAME, agent=agent, session=session, args=args, kwargs=kwargs,
+                        rule=conversation_rule, span=spec)
+    if run is None or run.scope.conversation_id is not None:
+        return run
+    try:  # the run has started (its span is open): nothing below may lose it
+        if session is not None:
+            _pending[session] = run.scope
+        elif outer is not None and outer.conversation_id is not None:  # an agent used as a tool
+            run.span.set_attribute(attrs.PARENT_CONVERSATION_ID, outer.conversation_id)
+    except Exception:  # noqa: BLE001 - e.g. a session that is not weak-referenceable
+        pass
+    return run
+
+
+def _run_wrapper(handler: RunHandler):
+    """Wrapper of ``async AgentRunner.run(starting_agent, input, **options)``."""
+
+    def wrapper(wrapped, instance, args, kwargs):
+        try:
+            run = _start(handler, args, kwargs)
+        except Exception:  # noqa: BLE001 - never break the application
+            run = None
+        if run is None:
+            return wrapped(*args, **kwargs)
+        return run.call(wrapped, args, kwargs)
+
+    return wrapper
+
+
+def _streamed_wrapper(handler: RunHandler):
+    """Wrapper of ``AgentRunner.run_streamed(starting_agent, input, **options)``: the run loop task
+    is created inside the run's scope (``create_task`` copies the context), and ends the run."""
+
+    def wrapper(wrapped, instance, args, kwargs):
+        try:
+            run = _start(handler, args, kwargs)
+        except Exception:  # noqa: BLE001
+            run = None
+        if run is None:
+            return wrapped(*args, **kwargs)
+        tokens = run.enter()
+        try:
+            result = wrapped(*args, **kwargs)
+        except BaseException as exc:
+            run.finish(error=exc)
+            raise
+        finally:
+            run.exit(tokens)
+        try:
+            task = getattr(result, "run_loop_task", None)  # read after the call: cleanup may replace it
+            if task is None:
+                run.finish(result=result)
+            else:
+                run.finish_when_done(task, result)
+        except Exception:  # noqa: BLE001
+            run.finish()
+        return result
+
+    return wrapper
+
+
+def _session_wrapper(wrapped, instance, args, kwargs):
+    """Wrapper of ``OpenAIConversationsSession.get_items``/``add_items`` (async): in the run that
+    uses this session and has no conversation id yet, adopt the id the call made the service assign."""
+    try:
+        scope = current_scope()
+        learning = scope is not None and scope.conversation_id is None and _pending.get(instance) is scope
+    except Exception:  # noqa: BLE001
+        learning = False
+    result = wrapped(*args, **kwargs)
+    return _learn_after(result, scope, instance) if learning else result
+
+
+async def _learn_after(coro, scope, session):
+    result = await coro
+    try:
+        if scope.learn(session.session_id):  # public property; raises while still unknown
+            _pending.pop(session, None)
+    except Exception:  # noqa: BLE001
+        pass
+    return result
+
+
+def instrument(handler: RunHandler) -> None:
+    """Wrap ``AgentRunner.run`` and ``AgentRunner.run_streamed`` (not ``run_sync``: it calls ``run``)."""
+    config = handler.config
+    _options["group_id_as_conversation"] = bool(getattr(config, "openai_agents_group_id_as_conversation", False))
+    _options["run_state"] = getattr(importlib.import_module("agents.run_state"), "RunState", None)
+    cls = importlib.import_module("agents.run").AgentRunner
+    for method, make in (("run", _run_wrapper), ("run_streamed", _streamed_wrapper)):
+        wrap_function_wrapper(cls, method, make(handler))
+        _wrapped.append((cls, method))
+    try:
+        session_cls = importlib.import_module("agents.memory").OpenAIConversationsSession
+    except (ImportError, AttributeError):
+        return
+    for method in ("get_items", "add_items"):
+        wrap_function_wrapper(session_cls, method, _session_wrapper)
+        _wrapped.append((session_cls, method))
+
+
+def uninstrument() -> None:
+    """Restore every wrapped method."""
+    while _wrapped:
+        cls, method = _wrapped.pop()
+        unwrap(cls, method)

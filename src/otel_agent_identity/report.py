@@ -1,0 +1,215 @@
+"""Recent conversations from a Zipkin server, with their hop verdicts: which broke, and where.
+
+    python -m otel_agent_identity.report --zipkin http://127.0.0.1:9411 [--since 1h] [--json]
+
+Reads the spans the collector's ``agentidentity`` processor marked (``zipkin`` exporter), with
+Zipkin's API v2 only (``GET /api/v2/traces``, standard library HTTP). A trace belongs to the
+conversation of its earliest span carrying ``gen_ai.conversation.id`` (the entry agent's; the ids
+an A2A hop asked for or a callee used are shown on the hop). Per conversation: its turns (traces),
+the services its traces went through, every hop the processor judged (``agent_identity.hop.result``,
+flagged when ``agent_identity.hop.mismatch`` is true) and the duplicate executions
+(``agent_identity.delegation.duplicate``). Names: docs/attributes.md.
+
+Exit status: 0 when no conversation has a flagged hop or a duplicate execution, 1 when some have,
+2 when Zipkin could not be read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Optional
+
+from .attributes import DELEGATION_ID, GEN_AI_CONVERSATION_ID
+
+# Set by the collector processor (docs/attributes.md, "set by: col").
+HOP_RESULT = "agent_identity.hop.result"
+HOP_MISMATCH = "agent_identity.hop.mismatch"
+HOP_CALLER_SERVICE = "agent_identity.hop.caller.service.name"
+HOP_CALLER_CONVERSATION = "agent_identity.hop.caller.conversation.id"
+HOP_CALLEE_CONVERSATION = "agent_identity.hop.callee.conversation.id"
+DELEGATION_DUPLICATE = "agent_identity.delegation.duplicate"
+
+_DURATION = re.compile(r"^(\d+)(s|m|h|d)$")
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+@dataclass
+class Hop:
+    """One span the processor judged: ``callee`` is the span's service, ``caller`` the service the
+    processor recorded; ``asked``/``used`` the caller's and callee's conversation ids."""
+
+    trace_id: str
+    span_id: str
+    caller: Optional[str]
+    callee: Optional[str]
+    result: str
+    flagged: bool
+    duplicate: bool
+    asked: Optional[str]
+    used: Optional[str]
+    delegation_id: Optional[str]
+
+
+@dataclass
+class Conversation:
+    id: str
+    trace_ids: list[str] = field(default_factory=list)
+    services: list[str] = field(default_factory=list)
+    first_seen_us: int = 0
+    last_seen_us: int = 0
+    hops: list[Hop] = field(default_factory=list)
+
+    @property
+    def turns(self) -> int:
+        return len(self.trace_ids)
+
+    @property
+    def flagged(self) -> list[Hop]:
+        return [h for h in self.hops if h.flagged]
+
+    @property
+    def duplicates(self) -> list[Hop]:
+        return [h for h in self.hops if h.duplicate]
+
+    def results(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for hop in self.hops:
+            out[hop.result] = out.get(hop.result, 0) + 1
+        return dict(sorted(out.items()))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "turns": self.turns, "trace_ids": self.trace_ids, "services": self.services,
+                "first_seen": _iso(self.first_seen_us), "last_seen": _iso(self.last_seen_us),
+                "results": self.results(), "flagged": len(self.flagged), "duplicates": len(self.duplicates),
+                "hops": [asdict(h) for h in self.hops]}
+
+
+def parse_since(text: str) -> int:
+    """``30s``, ``15m``, ``1h``, ``7d`` -> seconds. Raises ValueError on anything else."""
+    match = _DURATION.match(text.strip())
+    if not match or int(match.group(1)) == 0:
+        raise ValueError(f"--since {text!r}: expected a positive duration like 30s, 15m, 1h or 7d")
+    return int(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+
+
+def fetch_traces(zipkin: str, since_s: int, limit: int = 1000, end_ms: Optional[int] = None,
+                 timeout: float = 30.0) -> list[list[dict]]:
+    """Traces (lists of Zipkin v2 span dicts) that have a ``gen_ai.conversation.id`` tag and a span
+    in the ``since_s`` seconds before ``end_ms`` (default now), at most ``limit``. Raises
+    urllib.error.URLError / ValueError when Zipkin cannot be read or answers something else."""
+    end = end_ms if end_ms is not None else int(time.time() * 1000)
+    query = urllib.parse.urlencode({"annotationQuery": GEN_AI_CONVERSATION_ID, "endTs": end,
+                                    "lookback": since_s * 1000, "limit": limit})
+    with urllib.request.urlopen(f"{zipkin.rstrip('/')}/api/v2/traces?{query}", timeout=timeout) as response:
+        traces = json.load(response)
+    if not isinstance(traces, list) or not all(isinstance(t, list) for t in traces):
+        raise ValueError("Zipkin answered something that is not a list of traces")
+    return traces
+
+
+def conversations(traces: list[list[dict]]) -> list[Conversation]:
+    """Group ``traces`` by conversation; broken ones (flagged hops or duplicates) first, then the
+    most recently seen."""
+    by_id: dict[str, Conversation] = {}
+    for spans in traces:
+        spans = [s for s in spans if isinstance(s, dict)]
+        tagged = sorted((s for s in spans if _tags(s).get(GEN_AI_CONVERSATION_ID)), key=lambda s: s.get("timestamp", 0))
+        if not tagged:
+            continue
+        conversation_id = _tags(tagged[0])[GEN_AI_CONVERSATION_ID]
+        conv = by_id.setdefault(conversation_id, Conversation(conversation_id))
+        conv.trace_ids.append(str(spans[0].get("traceId", "")))
+        conv.services = sorted(set(conv.services) | {_service(s) for s in spans if _service(s)})
+        times = [int(s.get("timestamp", 0)) for s in spans if s.get("timestamp")]
+        if times:
+            conv.first_seen_us = min(times) if not conv.first_seen_us else min(conv.first_seen_us, min(times))
+            conv.last_seen_us = max(conv.last_seen_us, max(times))
+        by_id_span = {s.get("id"): s for s in spans}
+        for span in sorted(spans, key=lambda s: s.get("timestamp", 0)):
+            tags = _tags(span)
+            if HOP_RESULT not in tags:
+                continue
+            parent = by_id_span.get(span.get("parentId"), {})
+            conv.hops.append(Hop(
+                trace_id=str(span.get("traceId", "")), span_id=str(span.get("id", "")),
+                caller=tags.get(HOP_CALLER_SERVICE), callee=_service(span), result=tags[HOP_RESULT],
+                flagged=tags.get(HOP_MISMATCH) == "true", duplicate=tags.get(DELEGATION_DUPLICATE) == "true",
+                asked=tags.get(HOP_CALLER_CONVERSATION), used=tags.get(HOP_CALLEE_CONVERSATION),
+                delegation_id=_tags(parent).get(DELEGATION_ID) or tags.get(DELEGATION_ID)))
+    for conv in by_id.values():
+        conv.trace_ids.sort()
+    return sorted(by_id.values(), key=lambda c: (not (c.flagged or c.duplicates), -c.last_seen_us))
+
+
+def table(convs: list[Conversation], zipkin: str, since: str) -> str:
+    """The human-readable report: one row per conversation, then every flagged hop and duplicate."""
+    broken = [c for c in convs if c.flagged or c.duplicates]
+    lines = [f"{len(convs)} conversation(s) in {zipkin} in the last {since}, {len(broken)} with flagged hops "
+             "or duplicate executions"]
+    if convs:
+        rows = [("CONVERSATION", "TURNS", "HOPS", "FLAGGED", "DUPLICATES", "LAST SEEN (UTC)", "SERVICES")]
+        rows += [(c.id, str(c.turns), str(len(c.hops)), str(len(c.flagged)), str(len(c.duplicates)),
+                  _iso(c.last_seen_us)[11:19], ", ".join(c.services)) for c in convs]
+        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+        lines += ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)) + "  " + r[-1] for r in rows]
+    for c in broken:
+        lines.append(f"\n{c.id}:")
+        for hop in c.flagged:
+            lines.append(f"  flagged   trace {hop.trace_id}  {hop.caller} -> {hop.callee}: {hop.result}"
+                         f" (asked {hop.asked}, callee used {hop.used})")
+        for hop in c.duplicates:
+            lines.append(f"  duplicate trace {hop.trace_id}  {hop.caller} -> {hop.callee}: another execution"
+                         f" of delegation {hop.delegation_id}")
+    return "\n".join(lines)
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m otel_agent_identity.report",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("--zipkin", required=True, metavar="URL", help="Zipkin base URL, e.g. http://127.0.0.1:9411")
+    parser.add_argument("--since", default="1h", help="how far back: 30s, 15m, 1h, 7d (default 1h)")
+    parser.add_argument("--limit", type=int, default=1000, help="most traces to read (default 1000)")
+    parser.add_argument("--json", action="store_true", help="one JSON document instead of the table")
+    args = parser.parse_args(argv)
+    try:
+        since_s = parse_since(args.since)
+    except ValueError as exc:
+        parser.error(str(exc))
+    try:
+        convs = conversations(fetch_traces(args.zipkin, since_s, args.limit))
+    except (OSError, ValueError) as exc:  # URLError is an OSError
+        print(f"report: cannot read {args.zipkin}: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps({"zipkin": args.zipkin, "since_seconds": since_s,
+                          "conversations": [c.to_json() for c in convs]}, indent=2))
+    else:
+        print(table(convs, args.zipkin, args.since))
+    return 1 if any(c.flagged or c.duplicates for c in convs) else 0
+
+
+def _tags(span: dict) -> dict:
+    tags = span.get("tags")
+    return tags if isinstance(tags, dict) else {}
+
+
+def _service(span: dict) -> Optional[str]:
+    endpoint = span.get("localEndpoint")
+    return endpoint.get("serviceName") if isinstance(endpoint, dict) else None
+
+
+def _iso(us: int) -> str:
+    return datetime.fromtimestamp(us / 1e6, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ") if us else ""
+
+
+if __name__ == "__main__":
+    sys.exit(main())

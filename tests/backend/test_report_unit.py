@@ -1,0 +1,89 @@
+"""The report command's parsing on its own: durations, malformed Zipkin answers, an unreachable
+server (the real-backend checks are in test_zipkin_stack.py)."""
+
+from __future__ import annotations
+
+import http.server
+import threading
+from pathlib import Path
+
+import pytest
+
+from otel_agent_identity import report
+
+
+@pytest.mark.parametrize("text,seconds", [("30s", 30), ("15m", 900), ("1h", 3600), ("7d", 604800)])
+def test_since(text, seconds):
+    assert report.parse_since(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["", "0h", "1", "1w", "-1h", "1.5h", "h"])
+def test_bad_since_is_refused(text):
+    with pytest.raises(ValueError):
+        report.parse_since(text)
+
+
+def test_malformed_spans_are_skipped_not_fatal():
+    traces = [
+        [{"traceId": "a" * 32, "id": "1", "timestamp": 10, "tags": {"gen_ai.conversation.id": "c1"},
+          "localEndpoint": {"serviceName": "orchestrator"}},
+         {"traceId": "a" * 32, "id": "2", "parentId": "1", "tags": "not a dict"},
+         "not a span",
+         {"traceId": "a" * 32, "id": "3", "parentId": "1", "timestamp": 11, "localEndpoint": None,
+          "tags": {"agent_identity.hop.result": "context_changed", "agent_identity.hop.mismatch": "true"}}],
+        [{"traceId": "b" * 32, "id": "1"}],  # no conversation id: not listed
+        [],
+    ]
+    (conv,) = report.conversations(traces)
+    assert conv.id == "c1" and conv.trace_ids == ["a" * 32] and conv.services == ["orchestrator"]
+    assert [(h.result, h.flagged, h.callee) for h in conv.hops] == [("context_changed", True, None)]
+
+
+def test_a_trace_belongs_to_its_earliest_conversation_id():
+    trace = [{"traceId": "a" * 32, "id": "2", "timestamp": 20, "tags": {"gen_ai.conversation.id": "callee-ctx"}},
+             {"traceId": "a" * 32, "id": "1", "timestamp": 10, "tags": {"gen_ai.conversation.id": "entry"}}]
+    assert [c.id for c in report.conversations([trace])] == ["entry"]
+
+
+@pytest.fixture
+def server():
+    """A real HTTP server on 127.0.0.1 that answers every GET with ``server.body``."""
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - http.server's name
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(httpd.body)
+
+        def log_message(self, *args):
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield httpd
+    httpd.shutdown()
+    httpd.server_close()
+
+
+@pytest.mark.parametrize("body", [b"{}", b"not json", b"[1, 2]"])
+def test_a_server_that_is_not_zipkin_exits_2(server, body, capsys):
+    server.body = body
+    assert report.main(["--zipkin", f"http://127.0.0.1:{server.server_port}"]) == 2
+    assert "cannot read" in capsys.readouterr().err
+
+
+def test_no_conversations_exits_0(server, capsys):
+    server.body = b"[]"
+    assert report.main(["--zipkin", f"http://127.0.0.1:{server.server_port}", "--since", "15m"]) == 0
+    assert capsys.readouterr().out.startswith("0 conversation(s)")
+
+
+def test_unreachable_zipkin_exits_2(capsys):
+    assert report.main(["--zipkin", "http://127.0.0.1:9"]) == 2
+    assert "cannot read http://127.0.0.1:9" in capsys.readouterr().err
+
+
+def test_the_names_the_report_reads_are_rows_of_the_attribute_table():
+    table = (Path(__file__).resolve().parents[2] / "docs" / "attributes.md").read_text()
+    names = [v for k, v in vars(report).items()
+             if k.isupper() and isinstance(v, str) and v.startswith("agent_identity.")]
+    assert names and all(f"| `{name}` |" in table for name in names)
