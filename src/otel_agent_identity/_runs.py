@@ -145,8 +145,7 @@ class Run:
         outer = current_scope()
         self._call = RunCall(framework, args, kwargs, outer=outer)
         self._pre = handler.registry.extract(agent, session, self._call, rule, agent_step)
-        session_id = getattr(session, "session_id", None)
-        session_id = session_id if isinstance(session_id, str) else None
+        session_id = _session_id(session)
         self.scope = IdentityScope(
             conversation_id=self._pre.conversation_id if self._pre else None,
             execution_id=new_execution_id(run_id),
@@ -233,21 +232,21 @@ class Run:
         if self._finished:
             return
         self._finished = True
+        span = self.span
+        if span is None:
+            return
         try:
-            if self.span is None:
-                return
-            self._finish_span(self.span, result)
+            self._finish_span(span, result)
             if result is not None and self._on_end is not None:
-                try:
-                    self.span.set_attributes(self._on_end(result))
-                except Exception:  # noqa: BLE001 - the span still ends
-                    _logger.debug("otel-agent-identity: on_end failed", exc_info=True)
-            if error is not None and not isinstance(error, self._not_failures):
-                self.span.set_status(Status(StatusCode.ERROR, str(error)))
-                self.span.set_attribute(ERROR_TYPE, type(error).__qualname__)
-            self.span.end()
-        except Exception:  # noqa: BLE001
+                span.set_attributes(self._on_end(result))
+        except Exception:  # noqa: BLE001 - the span still ends, with what it has
             _logger.debug("otel-agent-identity: finishing the run failed", exc_info=True)
+        try:
+            if error is not None and not isinstance(error, self._not_failures):
+                span.set_status(Status(StatusCode.ERROR, str(error)))
+                span.set_attribute(ERROR_TYPE, type(error).__qualname__)
+        finally:
+            span.end()
 
     def learn(self, conversation_id: Any) -> bool:
         """Adopt the conversation id the framework resolved during the run when the run started
@@ -391,6 +390,16 @@ def run_conversation_attributes(
         return {}
     source = next((e.source for e in (post, pre) if e and e.conversation_id == cid), SOURCE_SERVICE)
     return {attrs.GEN_AI_CONVERSATION_ID: cid, attrs.CONVERSATION_SOURCE: source}
+
+
+def _session_id(session: Any) -> Optional[str]:
+    """``session.session_id`` when it is a string; None when absent or not known yet (an OpenAI
+    Agents ``OpenAIConversationsSession`` raises until the service assigned it)."""
+    try:
+        sid = getattr(session, "session_id", None)
+    except Exception:  # noqa: BLE001
+        return None
+    return sid if isinstance(sid, str) else None
 
 
 def conversation_attributes(pre: Optional[Extracted], post: Optional[Extracted]) -> dict[str, Any]:

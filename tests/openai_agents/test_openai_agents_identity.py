@@ -180,7 +180,7 @@ async def test_agent_as_tool_is_a_nested_run(instrumentor, exporter, own_session
     assert tool_span.attributes[EXEC] == inner.attributes[EXEC]
     if own_session:
         assert inner.attributes[CONV] == tool_span.attributes[CONV] == "conv-weather"
-        assert PARENT_CONV not in inner.attributes
+        assert inner.attributes[PARENT_CONV] == "conv-boss"  # joins the two stories (the core, every adapter)
     else:  # no conversation of its own: none invented, the outer one recorded as the parent
         assert CONV not in inner.attributes and CONV not in tool_span.attributes
         assert inner.attributes[PARENT_CONV] == "conv-boss"
