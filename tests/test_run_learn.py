@@ -126,3 +126,18 @@ async def test_hand_off_stream_left_early_keeps_the_run_until_the_task_ends(hand
     gate.set()
     await tasks[0]
     assert len(_spans(exporter, "invoke_agent t")) == 1
+
+
+def test_bad_value_warning_is_per_agent_class_not_per_class_name(caplog):
+    """agno.agent.Agent and agents.Agent share the name "Agent": each gets its own warning."""
+    import logging
+
+    from otel_agent_identity.extractors import RunCall
+
+    first = type("Agent", (), {"__module__": "one"})
+    second = type("Agent", (), {"__module__": "two"})
+    registry = ExtractorRegistry(max_id_length=8)
+    with caplog.at_level(logging.WARNING, logger="otel_agent_identity"):
+        for cls in (first, second, first):
+            assert registry.extract(cls(), None, RunCall("test"), lambda _a, _s, _c: "x" * 20) is None
+    assert [r.getMessage().split(":")[1].strip() for r in caplog.records] == ["agent type one.Agent", "agent type two.Agent"]
