@@ -24,7 +24,7 @@ from otel_agent_identity import attributes as attrs
 from otel_agent_identity.boundary import check_served
 from otel_agent_identity.extractors import SOURCE_FRAMEWORK, SOURCE_SERVICE, Extracted, Extractor, ExtractorRegistry, RunCall
 from otel_agent_identity.scope import IdentityScope, attach, current_scope, detach, new_execution_id
-from otel_agent_identity.span_processor import IdentitySpanProcessor
+from otel_agent_identity.span_processor import IdentitySpanProcessor, set_trusted
 
 _logger = logging.getLogger(__name__)
 #: how a run can stop that is not its failure: cancellation, a consumer closing a stream early
@@ -203,7 +203,7 @@ class Run:
         if self.scope.parent_conversation_id:
             first[attrs.PARENT_CONVERSATION_ID] = self.scope.parent_conversation_id
         if first:
-            span.set_attributes(first)
+            set_trusted(span, first)
 
     def _claim(self, span) -> None:
         """The framework's own invoke_agent span started in this run: enrich it, finish it as it ends."""
@@ -219,7 +219,7 @@ class Run:
         current = span.attributes or {}
         changed = {k: v for k, v in out.items() if current.get(k) != v}
         if changed:
-            span.set_attributes(changed)
+            set_trusted(span, changed)
         effective = out.get(attrs.GEN_AI_CONVERSATION_ID)
         if self.scope.parent_execution_id is None:  # the run serving an inbound hop, if any
             check_served(effective)
