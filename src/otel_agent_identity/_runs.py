@@ -211,9 +211,10 @@ class Run:
         self._h.processor.watch(span, self._finish_span)
 
     def _finish_span(self, span, result: Any = None) -> None:
+        c = self._call
         post = self._h.registry.extract(
             self._agent, self._session,
-            self._call._replace(phase="after", result=result), self._rule, self._agent_step,
+            RunCall(c.framework, c.args, c.kwargs, "after", result, c.outer), self._rule, self._agent_step,
         )
         out = run_conversation_attributes(self._pre, post, self.scope.conversation_id)
         current = span.attributes or {}
