@@ -11,6 +11,7 @@ import asyncio
 import inspect
 import logging
 import weakref
+from types import FunctionType
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
@@ -252,6 +253,15 @@ class Run:
     # -- return shapes -----------------------------------------------------------------------
     def call(self, wrapped, args, kwargs):
         """Call ``wrapped`` inside the run and wrap what it returns, keeping its type."""
+        if _is_async_def(wrapped):
+            # calling an ``async def`` only binds its arguments: none of the run's code runs
+            # before the coroutine is awaited (inside the scope), so no scope to attach here
+            try:
+                coro = wrapped(*args, **kwargs)
+            except BaseException as exc:
+                self.finish(error=exc)
+                raise
+            return self._await(coro)
         tokens = self.enter()
         try:
             result = wrapped(*args, **kwargs)
@@ -316,6 +326,25 @@ class Run:
         return result
 
 
+_ASYNC_DEF: dict[Any, bool] = {}  # function -> is a plain ``async def``: bounded by the wrapped methods
+
+
+def _is_async_def(fn: Any) -> bool:
+    """``fn`` (a function or a method bound to one) is a plain ``async def``: calling it runs no code."""
+    key = getattr(fn, "__func__", fn)
+    try:
+        return _ASYNC_DEF[key]
+    except KeyError:
+        pass
+    except TypeError:  # not hashable
+        return False
+    # exactly a function object: a proxy (another instrumentation's wrapt wrapper) may run code
+    found = type(key) is FunctionType and bool(key.__code__.co_flags & inspect.CO_COROUTINE)
+    if len(_ASYNC_DEF) < 1024:
+        _ASYNC_DEF[key] = found
+    return found
+
+
 def run_conversation_attributes(
     pre: Optional[Extracted], post: Optional[Extracted], run_id: Optional[str]
 ) -> dict[str, Any]:
@@ -333,7 +362,12 @@ def run_conversation_attributes(
     cid = run_id or (post.conversation_id if post else None)
     if cid is None:
         return {}
-    source = next((e.source for e in (post, pre) if e and e.conversation_id == cid), SOURCE_SERVICE)
+    if post is not None and post.conversation_id == cid:
+        source = post.source
+    elif pre is not None and pre.conversation_id == cid:
+        source = pre.source
+    else:
+        source = SOURCE_SERVICE
     return {attrs.GEN_AI_CONVERSATION_ID: cid, attrs.CONVERSATION_SOURCE: source}
 
 
