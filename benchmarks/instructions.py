@@ -32,6 +32,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "examples"))
 
 LONG_ID = "c" * 256  # the default max_id_length
+CONCURRENT = 8  # runs in flight at once in the concurrency variant (its figures are per run)
 
 
 def _marker() -> None:
@@ -86,6 +87,18 @@ def _workloads():
         return lambda: run(agent.run("weather?", session=session))
 
     w["AF tool turn"] = af_tool
+
+    def af_concurrent():
+        agents = [Agent(client=OfflineChatClient(mode="service"), name=f"bench{i}") for i in range(CONCURRENT)]
+        sessions = [a.create_session() for a in agents]
+
+        async def turns():
+            await asyncio.gather(*(a.run("hello", session=s) for a, s in zip(agents, sessions)))
+
+        run(turns())
+        return lambda: run(turns())
+
+    w[f"AF steady turn, {CONCURRENT} concurrent (per run)"] = af_concurrent
 
     def af_stream():
         agent = Agent(client=OfflineChatClient(mode="service"), name="bench")
@@ -148,7 +161,7 @@ def _workloads():
     return w
 
 
-INSTRUMENTED = {"AF steady turn", "AF steady turn, 256-char id", "AF turn 1", "AF tool turn",
+INSTRUMENTED = {"AF steady turn", f"AF steady turn, {CONCURRENT} concurrent (per run)", "AF steady turn, 256-char id", "AF turn 1", "AF tool turn",
                 "AF steady turn, streamed", "LangGraph invoke", "LangGraph stream", "OpenAI Agents Runner.run"}
 #: for the child span: bare = our processor registered but outside any run (the SDK calls it on every
 #: span); ours = the same span inside a run's scope, stamped
@@ -234,7 +247,8 @@ def parent_main(args) -> None:
         for r, by_k in rounds.items():
             if len(by_k) == 2:
                 lo, hi = sorted(by_k)
-                per.setdefault(key, {})[r] = (by_k[hi] - by_k[lo]) / (hi - lo)
+                runs = CONCURRENT if "concurrent" in key[0] else 1
+                per.setdefault(key, {})[r] = (by_k[hi] - by_k[lo]) / (hi - lo) / runs
     units = per[("sdk span (unit)", "")]
     what, scale = ("µs of thread CPU time", 1) if args.wall else ("K instructions (callgrind)", 1e3)
     print(f"per call, {what}; {args.rounds} rounds of N and 3N calls, N={args.n}; median [min-max] over rounds;"
