@@ -1,6 +1,6 @@
 """Instructions per agent run and per child span, every variant interleaved in one process.
 
-    .venv/bin/python benchmarks/instructions.py [--rounds R] [--n N] [--only NAME,...]
+    .venv/bin/python benchmarks/instructions.py [--rounds R] [--n N] [--only PART,...|NAME$] [--wall]
 
 re-runs itself under ``valgrind --tool=callgrind --dump-before=os_getppid``: each ``os.getppid()``
 call below dumps the instructions counted since the previous one, so every segment (N runs, or 3N
@@ -179,7 +179,7 @@ def child_main(rounds: int, n: int, only: set, labels_path: str, wall: bool = Fa
     inst.uninstrument()
     variants = []
     for name, make in workloads.items():
-        if only and not name.startswith("sdk span") and not any(o in name for o in only):
+        if only and not name.startswith("sdk span") and not any(o in name or o == name + "$" for o in only):
             continue
         if name in INSTRUMENTED:
             variants += [(name, "bare", make), (name, "ours", make)]
