@@ -31,7 +31,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def wait_port(port: int, proc: subprocess.Popen, timeout: float = 30.0) -> None:
+def wait_port(port: int, proc: subprocess.Popen, timeout: float = 90.0) -> None:
     """Wait until 127.0.0.1:``port`` accepts connections. Raises RuntimeError on exit or timeout."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -130,8 +130,9 @@ def start_specialist(service: str, endpoint: Optional[str], shape: str = "a2a-ex
     try:
         wait_port(port, proc)
     except RuntimeError as exc:
+        tail = proc.log_path.read_text(errors="replace")[-2000:]  # before stop(), which removes the log
         stop(proc)
-        raise RuntimeError(f"{service}: {exc}; log:\n{proc.log_path.read_text()[-2000:]}") from exc
+        raise RuntimeError(f"{service}: {exc}; log:\n{tail}") from exc
     return proc, f"http://127.0.0.1:{port}/"
 
 

@@ -143,7 +143,7 @@ class ExtractorRegistry:
         default ``agent._get_otel_conversation_id(session)``.
         """
         override = self._override_for(type(agent)) if self._by_type else None
-        if override is not None:
+        if override is not None:  # an override is final: its None means no conversation id
             return self._checked(agent, SOURCE_OVERRIDE, override, session, call)
         if agent_step is None:
             own = getattr(agent, "_get_otel_conversation_id", None)
@@ -162,7 +162,7 @@ class ExtractorRegistry:
         try:
             value = fn(agent if target is None else target, session, call)
         except Exception as exc:  # noqa: BLE001 - extractor errors never reach the application
-            self._warn_once(agent, source, "raised", f"{source} extractor raised {type(exc).__name__}: {exc}")
+            self._warn_once(agent, source, "raised", f"{source} extractor raised {type(exc).__name__}: {str(exc)[:200]!r}")  # bounded: never a huge line
             return None
         problem = self.problem(value)
         if problem is None:
