@@ -21,6 +21,7 @@ from opentelemetry.semconv.attributes.error_attributes import ERROR_TYPE
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from otel_agent_identity import attributes as attrs
+from otel_agent_identity import continuity, metrics
 from otel_agent_identity.boundary import check_served
 from otel_agent_identity.extractors import Extracted, Extractor, ExtractorRegistry, RunCall
 from otel_agent_identity.scope import IdentityScope, attach, current_scope, detach, new_execution_id
@@ -120,7 +121,7 @@ class Run:
     """One tracked run. ``enter()``/``exit()`` bracket every piece of the run's execution."""
 
     __slots__ = ("_h", "_agent", "_session", "_rule", "_call", "_pre", "_resumed", "scope", "_finished", "span",
-                 "_not_failures", "_on_end",
+                 "_not_failures", "_on_end", "_own_story",
                  "__weakref__")
 
     def __init__(self, handler, framework, agent, session, args, kwargs, rule, span_spec, run_id, delegation_id,
@@ -136,8 +137,11 @@ class Run:
             execution_id=new_execution_id(run_id),
             delegation_id=delegation_id,
             parent_execution_id=outer.execution_id if outer else None,
+            parent_conversation_id=outer.conversation_id if outer else None,
             accepts=handler.registry.accepts,
         )
+        self._own_story = continuity.new_conversation_declared()
+        self._count_not_resumed()
         self._finished = False
         self.span: Optional[trace.Span] = None
         self._not_failures = _NOT_FAILURES + tuple(span_spec.not_failures) if span_spec else _NOT_FAILURES
@@ -176,6 +180,9 @@ class Run:
             first[attrs.PARENT_EXECUTION_ID] = self.scope.parent_execution_id
         if self._resumed is not None:
             first[attrs.CONVERSATION_RESUMED] = self._resumed
+        parent = self.scope.parent_conversation_id
+        if parent and self._pre is None and self.scope.delegation_id is None:
+            first[attrs.PARENT_CONVERSATION_ID] = parent  # a nested run without a conversation of its own
         if first:
             span.set_attributes(first)
 
@@ -192,12 +199,43 @@ class Run:
         effective = post or self._pre
         current = span.attributes.get(attrs.GEN_AI_CONVERSATION_ID) if span.attributes else None
         if post != self._pre or (effective and current != effective.conversation_id):
-            span.set_attributes(conversation_attributes(self._pre, post))  # the id after the run differs
+            changed = conversation_attributes(self._pre, post)
+            span.set_attributes(changed)  # the id after the run differs
+            if changed.get(attrs.CONVERSATION_CHANGED):
+                metrics.count(metrics.CONVERSATION_CHANGES, agent=self._agent_name(), framework=self._call.framework,
+                              reason=metrics.REASON_RUN)
         if self.scope.parent_execution_id is None:  # the run serving an inbound hop, if any
             check_served(effective.conversation_id if effective else None)
+        self._check_parent(span, effective)
         if effective and effective.conversation_id != self.scope.conversation_id:
+            if self.scope.conversation_id is not None:  # first turn: the service-assigned id replaces it
+                continuity.delegate_contexts.rekey(self.scope.conversation_id, effective.conversation_id)
             self.scope.conversation_id = effective.conversation_id
             self.scope.refresh()
+
+    # -- continuity signals ----------------------------------------------------------------------
+    def _agent_name(self) -> Optional[str]:
+        name = getattr(self._agent, "name", None)
+        return name if isinstance(name, str) else None
+
+    def _count_not_resumed(self) -> None:
+        """A run serving an A2A request that asked to continue a context, started from no state."""
+        if self._resumed is False and self.scope.parent_execution_id is None and continuity.serving_requested():
+            metrics.count(metrics.STATE_NOT_RESUMED, agent=self._agent_name(), framework=self._call.framework)
+
+    def _check_parent(self, span, effective: Optional[Extracted]) -> None:
+        """A nested in-process run (not a hop) in another conversation than its parent's, with no
+        mapping declared (:func:`otel_agent_identity.new_conversation`): marked and counted."""
+        parent = self.scope.parent_conversation_id
+        if not parent or effective is None or self.scope.delegation_id is not None:
+            return
+        if effective.conversation_id == parent:
+            return
+        span.set_attribute(attrs.PARENT_CONVERSATION_ID, parent)
+        if not self._own_story:
+            span.set_attribute(attrs.CONVERSATION_PARENT_DIFFERS, True)
+            metrics.count(metrics.PARENT_CONVERSATION_DIFFERS, agent=self._agent_name(),
+                          framework=self._call.framework)
 
     def finish(self, result: Any = None, error: Optional[BaseException] = None) -> None:
         """End the run once: our own span (if any) gets the post-run id, status and end time."""

@@ -33,12 +33,14 @@ class IdentityScope:
         execution_id: framework run id, application-supplied, or 32 random hex characters made per run.
         delegation_id: the hop's delegation id, or None outside a hop.
         parent_execution_id: the enclosing run's execution id, for a nested run.
+        parent_conversation_id: the enclosing run's conversation id (at this run's start), or None.
     """
 
     conversation_id: Optional[str]
     execution_id: Optional[str]
     delegation_id: Optional[str] = None
     parent_execution_id: Optional[str] = None
+    parent_conversation_id: Optional[str] = None
     attributes: dict[str, Any] = field(default_factory=dict)
     #: set by the run handler: called with the first ``invoke_agent`` span started in this scope
     claim_agent_span: Optional[Callable[[Any], None]] = None
@@ -129,8 +131,13 @@ def new_delegation_id(transport_key: Optional[str] = None) -> str:
     if supplied is not None:
         return supplied
     if transport_key:
-        return uuid.uuid5(_DELEGATION_NAMESPACE, transport_key).hex
+        return delegation_id_of(transport_key)
     return f"{getrandbits(128):032x}"
+
+
+def delegation_id_of(transport_key: str) -> str:
+    """The delegation id (32 hex characters, UUID5) a send derives from ``transport_key`` (str)."""
+    return uuid.uuid5(_DELEGATION_NAMESPACE, transport_key).hex
 
 
 @contextmanager
