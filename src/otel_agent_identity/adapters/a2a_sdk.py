@@ -179,7 +179,8 @@ def _check_restart(span: Any, own: Optional[str], client: Any, message: Any, fra
     last = continuity.delegate_contexts.last(own, remote)
     if last and requested != last and not continuity.new_conversation_declared():
         span.set_attribute(attrs.CONVERSATION_PREVIOUS_ID, last)
-        metrics.count(metrics.DELEGATE_RESTARTS, agent=facts.card_name(client), framework=framework)
+        local_name = (getattr(span, "attributes", None) or {}).get(attrs.GEN_AI_AGENT_NAME)  # A2AAgent(name=...)
+        metrics.count(metrics.DELEGATE_RESTARTS, agent=facts.card_name(client) or local_name, framework=framework)
     if requested:
         continuity.delegate_contexts.remember(own, remote, requested)
     return own, remote
