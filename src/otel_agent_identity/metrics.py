@@ -78,7 +78,7 @@ def reset() -> None:
 def _agent_label(instrument: str, agent: Any) -> str:
     name = agent[:_MAX_NAME] if isinstance(agent, str) and agent else ""
     seen = _names.setdefault(instrument, set())
-    if name in seen:
+    if not name or name in seen:
         return name
     if len(seen) >= _MAX_NAMES:
         return "other"
