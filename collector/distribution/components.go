@@ -26,6 +26,7 @@ import (
 	transformprocessor "github.com/open-telemetry/opentelemetry-collector-contrib/processor/transformprocessor"
 	filterprocessor "github.com/open-telemetry/opentelemetry-collector-contrib/processor/filterprocessor"
 	agentidentityprocessor "github.com/otel-agent-identity/otel-agent-identity/collector/processor/agentidentityprocessor"
+	drainprocessor "github.com/otel-agent-identity/otel-agent-identity/collector/processor/agentidentityprocessor/drainprocessor"
 	otlpreceiver "go.opentelemetry.io/collector/receiver/otlpreceiver"
 )
 
@@ -98,6 +99,7 @@ func components() (otelcol.Factories, error) {
 		transformprocessor.NewFactory(),
 		filterprocessor.NewFactory(),
 		agentidentityprocessor.NewFactory(),
+		drainprocessor.NewFactory(),
 	)
 	if err != nil {
 		return otelcol.Factories{}, err
@@ -109,6 +111,7 @@ func components() (otelcol.Factories, error) {
 		transformprocessor.NewFactory().Type(): "github.com/open-telemetry/opentelemetry-collector-contrib/processor/transformprocessor v0.161.0",
 		filterprocessor.NewFactory().Type(): "github.com/open-telemetry/opentelemetry-collector-contrib/processor/filterprocessor v0.161.0",
 		agentidentityprocessor.NewFactory().Type(): "github.com/otel-agent-identity/otel-agent-identity/collector/processor/agentidentityprocessor v0.0.0",
+		drainprocessor.NewFactory().Type(): "github.com/otel-agent-identity/otel-agent-identity/collector/processor/agentidentityprocessor v0.0.0",
 	})
 
 	factories.Connectors, err = otelcol.MakeFactoryMap[connector.Factory](

@@ -23,7 +23,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 from otel_agent_identity import attributes as attrs
 from otel_agent_identity import continuity, metrics
 from otel_agent_identity.boundary import check_served
-from otel_agent_identity.extractors import Extracted, Extractor, ExtractorRegistry, RunCall
+from otel_agent_identity.extractors import SOURCE_FRAMEWORK, SOURCE_SERVICE, Extracted, Extractor, ExtractorRegistry, RunCall
 from otel_agent_identity.scope import IdentityScope, attach, current_scope, detach, new_execution_id
 from otel_agent_identity.span_processor import IdentitySpanProcessor
 
@@ -97,6 +97,8 @@ class RunHandler:
         run_id: Optional[str] = None,
         delegation_id: Optional[str] = None,
         resumed: Optional[bool] = None,
+        agent_step: Optional[Extractor] = None,
+        claim: bool = True,
     ) -> Optional["Run"]:
         """Begin a run; None if anything failed here (the caller then runs the original, bare).
 
@@ -105,39 +107,59 @@ class RunHandler:
                 which is then enriched.
             run_id: the framework's own run id (becomes ``agent_identity.execution.id``).
             delegation_id: set for hops to another agent.
+            agent_step: the adapter's reading of the agent's own step (see
+                :meth:`~otel_agent_identity.extractors.ExtractorRegistry.extract`).
+            claim: with ``span=None``, enrich the first ``invoke_agent`` span started in the run
+                (the framework's); False for a run that has no agent span of its own (a plain
+                workflow run: its spans are only stamped).
             resumed: whether the run starts from prior conversation state (the adapter's
                 per-framework source); None: unknown, not recorded.
         """
         try:
             if not self._attached and self.provider is not None:
                 self.attach_processor(self.provider)
-            return Run(self, framework, agent, session, args, kwargs, rule, span, run_id, delegation_id, resumed)
+            return Run(self, framework, agent, session, args, kwargs, rule, span, run_id, delegation_id, agent_step,
+                       claim, resumed)
         except Exception:  # noqa: BLE001
             _logger.debug("otel-agent-identity: could not start run tracking", exc_info=True)
             return None
 
 
 class Run:
-    """One tracked run. ``enter()``/``exit()`` bracket every piece of the run's execution."""
+    """One tracked run. ``enter()``/``exit()`` bracket every piece of the run's execution.
 
-    __slots__ = ("_h", "_agent", "_session", "_rule", "_call", "_pre", "_resumed", "scope", "_finished", "span",
-                 "_not_failures", "_on_end", "_own_story",
-                 "__weakref__")
+    One run, one conversation id: every span of the run carries the scope's id, fixed when first
+    known (before the run, else when the service assigns one; a framework fallback, a local
+    session id, is replaced by the service's id once). The agent span reports the same id; only
+    a continuity break (the same extractor step answers differently after the run) reports the id
+    after the run there, with the one asked for as ``requested_id``.
+    """
+
+    __slots__ = ("_h", "_agent", "_session", "_rule", "_agent_step", "_call", "_pre", "_resumed", "scope", "_finished",
+                 "span", "_not_failures", "_on_end", "_own_story", "__weakref__")
 
     def __init__(self, handler, framework, agent, session, args, kwargs, rule, span_spec, run_id, delegation_id,
-                 resumed=None):
+                 agent_step=None, claim=True, resumed=None):
         self._h = handler
         self._resumed = resumed
-        self._agent, self._session, self._rule = agent, session, rule
-        self._call = RunCall(framework, args, kwargs)
-        self._pre = handler.registry.extract(agent, session, self._call, rule)
+        self._agent, self._session, self._rule, self._agent_step = agent, session, rule, agent_step
         outer = current_scope()
+        self._call = RunCall(framework, args, kwargs, outer=outer)
+        self._pre = handler.registry.extract(agent, session, self._call, rule, agent_step)
+        session_id = _session_id(session)
         self.scope = IdentityScope(
             conversation_id=self._pre.conversation_id if self._pre else None,
             execution_id=new_execution_id(run_id),
             delegation_id=delegation_id,
             parent_execution_id=outer.execution_id if outer else None,
             parent_conversation_id=outer.conversation_id if outer else None,
+            session_id=session_id,
+            owner=agent,
+            # only the local session id is a fallback; a session shared with the enclosing run is its story
+            provisional=bool(
+                self._pre and self._pre.source == SOURCE_FRAMEWORK and self._pre.conversation_id == session_id
+                and not (outer is not None and session_id is not None and outer.session_id == session_id)
+            ),
             accepts=handler.registry.accepts,
         )
         self._own_story = continuity.new_conversation_declared()
@@ -147,7 +169,8 @@ class Run:
         self._not_failures = _NOT_FAILURES + tuple(span_spec.not_failures) if span_spec else _NOT_FAILURES
         self._on_end = span_spec.on_end if span_spec is not None else None
         if span_spec is None:
-            self.scope.claim_agent_span = self._claim
+            if claim:
+                self.scope.claim_agent_span = self._claim
         else:
             token = attach(self.scope)  # the processor stamps this run's ids on it, not the outer run's
             try:
@@ -180,9 +203,8 @@ class Run:
             first[attrs.PARENT_EXECUTION_ID] = self.scope.parent_execution_id
         if self._resumed is not None:
             first[attrs.CONVERSATION_RESUMED] = self._resumed
-        parent = self.scope.parent_conversation_id
-        if parent and self._pre is None and self.scope.delegation_id is None:
-            first[attrs.PARENT_CONVERSATION_ID] = parent  # a nested run without a conversation of its own
+        if self.scope.parent_conversation_id:
+            first[attrs.PARENT_CONVERSATION_ID] = self.scope.parent_conversation_id
         if first:
             span.set_attributes(first)
 
@@ -194,23 +216,24 @@ class Run:
     def _finish_span(self, span, result: Any = None) -> None:
         post = self._h.registry.extract(
             self._agent, self._session,
-            self._call._replace(phase="after", result=result), self._rule,
+            self._call._replace(phase="after", result=result), self._rule, self._agent_step,
         )
-        effective = post or self._pre
-        current = span.attributes.get(attrs.GEN_AI_CONVERSATION_ID) if span.attributes else None
-        if post != self._pre or (effective and current != effective.conversation_id):
-            changed = conversation_attributes(self._pre, post)
-            span.set_attributes(changed)  # the id after the run differs
-            if changed.get(attrs.CONVERSATION_CHANGED):
-                metrics.count(metrics.CONVERSATION_CHANGES, agent=self._agent_name(), framework=self._call.framework,
-                              reason=metrics.REASON_RUN)
+        out = run_conversation_attributes(self._pre, post, self.scope.conversation_id)
+        current = span.attributes or {}
+        changed = {k: v for k, v in out.items() if current.get(k) != v}
+        if changed:
+            span.set_attributes(changed)
+        effective = out.get(attrs.GEN_AI_CONVERSATION_ID)
+        if changed.get(attrs.CONVERSATION_CHANGED):  # newly marked: counted once per span
+            metrics.count(metrics.CONVERSATION_CHANGES, agent=self._agent_name(), framework=self._call.framework,
+                          reason=metrics.REASON_RUN)
         if self.scope.parent_execution_id is None:  # the run serving an inbound hop, if any
-            check_served(effective.conversation_id if effective else None)
+            check_served(effective)
         self._check_parent(span, effective)
-        if effective and effective.conversation_id != self.scope.conversation_id:
-            if self.scope.conversation_id is not None:  # first turn: the service-assigned id replaces it
-                continuity.delegate_contexts.rekey(self.scope.conversation_id, effective.conversation_id)
-            self.scope.conversation_id = effective.conversation_id
+        if effective and effective != self.scope.conversation_id:
+            if self.scope.conversation_id is not None:  # the service's id replaces a fallback
+                continuity.delegate_contexts.rekey(self.scope.conversation_id, effective)
+            self.scope.conversation_id = effective
             self.scope.refresh()
 
     # -- continuity signals ----------------------------------------------------------------------
@@ -223,15 +246,13 @@ class Run:
         if self._resumed is False and self.scope.parent_execution_id is None and continuity.serving_requested():
             metrics.count(metrics.STATE_NOT_RESUMED, agent=self._agent_name(), framework=self._call.framework)
 
-    def _check_parent(self, span, effective: Optional[Extracted]) -> None:
-        """A nested in-process run (not a hop) in another conversation than its parent's, with no
+    def _check_parent(self, span, effective: Optional[str]) -> None:
+        """A nested in-process run (not a hop) whose conversation id ``effective`` is another than
+        its parent's (recorded as ``agent_identity.parent.conversation.id`` at its start), with no
         mapping declared (:func:`otel_agent_identity.new_conversation`): marked and counted."""
         parent = self.scope.parent_conversation_id
-        if not parent or effective is None or self.scope.delegation_id is not None:
+        if not parent or not effective or effective == parent or self.scope.delegation_id is not None:
             return
-        if effective.conversation_id == parent:
-            return
-        span.set_attribute(attrs.PARENT_CONVERSATION_ID, parent)
         if not self._own_story:
             span.set_attribute(attrs.CONVERSATION_PARENT_DIFFERS, True)
             metrics.count(metrics.PARENT_CONVERSATION_DIFFERS, agent=self._agent_name(),
@@ -242,21 +263,21 @@ class Run:
         if self._finished:
             return
         self._finished = True
+        span = self.span
+        if span is None:
+            return
         try:
-            if self.span is None:
-                return
-            self._finish_span(self.span, result)
+            self._finish_span(span, result)
             if result is not None and self._on_end is not None:
-                try:
-                    self.span.set_attributes(self._on_end(result))
-                except Exception:  # noqa: BLE001 - the span still ends
-                    _logger.debug("otel-agent-identity: on_end failed", exc_info=True)
-            if error is not None and not isinstance(error, self._not_failures):
-                self.span.set_status(Status(StatusCode.ERROR, str(error)))
-                self.span.set_attribute(ERROR_TYPE, type(error).__qualname__)
-            self.span.end()
-        except Exception:  # noqa: BLE001
+                span.set_attributes(self._on_end(result))
+        except Exception:  # noqa: BLE001 - the span still ends, with what it has
             _logger.debug("otel-agent-identity: finishing the run failed", exc_info=True)
+        try:
+            if error is not None and not isinstance(error, self._not_failures):
+                span.set_status(Status(StatusCode.ERROR, str(error)))
+                span.set_attribute(ERROR_TYPE, type(error).__qualname__)
+        finally:
+            span.end()
 
     # -- return shapes -----------------------------------------------------------------------
     def call(self, wrapped, args, kwargs):
@@ -325,6 +346,37 @@ class Run:
         return result
 
 
+def run_conversation_attributes(
+    pre: Optional[Extracted], post: Optional[Extracted], run_id: Optional[str]
+) -> dict[str, Any]:
+    """The agent span's conversation attributes at the run's end.
+
+    Args:
+        pre / post: the extractor's answers before and after the run.
+        run_id: the id the run's spans carry (the scope's), or None.
+    A continuity break (same step, another id) reports ``post`` with ``requested_id``/``changed``;
+    otherwise the run's id, else ``post``'s. The source is the step that gave that id, or
+    ``service`` for an id only the service's response gave (a run without a session).
+    """
+    if pre and post and pre.source == post.source and post.conversation_id != pre.conversation_id:
+        return conversation_attributes(pre, post)
+    cid = run_id or (post.conversation_id if post else None)
+    if cid is None:
+        return {}
+    source = next((e.source for e in (post, pre) if e and e.conversation_id == cid), SOURCE_SERVICE)
+    return {attrs.GEN_AI_CONVERSATION_ID: cid, attrs.CONVERSATION_SOURCE: source}
+
+
+def _session_id(session: Any) -> Optional[str]:
+    """``session.session_id`` when it is a string; None when absent or not known yet (an OpenAI
+    Agents ``OpenAIConversationsSession`` raises until the service assigned it)."""
+    try:
+        sid = getattr(session, "session_id", None)
+    except Exception:  # noqa: BLE001
+        return None
+    return sid if isinstance(sid, str) else None
+
+
 def conversation_attributes(pre: Optional[Extracted], post: Optional[Extracted]) -> dict[str, Any]:
     """The agent span's conversation attributes from the ids before and after the run.
 
@@ -347,13 +399,43 @@ def conversation_attributes(pre: Optional[Extracted], post: Optional[Extracted])
 class ScopedStream(wrapt.ObjectProxy):
     """An async-iterable, awaitable result (e.g. Agent Framework ``ResponseStream``) whose every pull
     runs inside the run's scope, in whichever task or thread consumes it. The run finishes when the
-    stream is exhausted, fails, yields its final response, or is dropped unfinished."""
+    stream is exhausted, fails, yields its final response, or is dropped unfinished.
 
-    def __init__(self, wrapped: Any, run: Run) -> None:
+    Combinators keep the scope: a public method that returns the wrapped stream itself (the
+    framework's ``with_transform_hook``/``with_result_hook``/... return ``self``) returns this
+    proxy; one that returns a new async iterable (``map``, ``flat_map``, ``with_finalizer``)
+    returns a proxy of it for the same run, which keeps this one alive (the run ends with the
+    derived stream, not when this proxy is dropped). ``await stream`` gives what awaiting the
+    wrapped object gives: this proxy when that is the stream itself (Agent Framework resolves the
+    stream and returns it), else the final result, which ends the run.
+    """
+
+    def __init__(self, wrapped: Any, run: Run, parent: Any = None) -> None:
         super().__init__(wrapped)
         self._self_run = run
         self._self_iter = None
+        self._self_parent = parent  # a proxy this one was derived from: kept alive with it
         weakref.finalize(self, run.finish)
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self.__wrapped__, name)
+        if (name.startswith("_") and not name.startswith("_with_")) or not callable(value) or inspect.isclass(value):
+            return value
+
+        def chained(*args: Any, **kwargs: Any) -> Any:
+            return self._self_adopt(value(*args, **kwargs))
+
+        return chained
+
+    def _self_adopt(self, result: Any) -> Any:
+        try:
+            if result is self.__wrapped__:
+                return self
+            if hasattr(result, "__aiter__") and not isinstance(result, ScopedStream) and not inspect.isasyncgen(result):
+                return ScopedStream(result, self._self_run, parent=self)
+        except Exception:  # noqa: BLE001 - hand the framework's result back unchanged
+            _logger.debug("otel-agent-identity: could not scope a derived stream", exc_info=True)
+        return result
 
     def __aiter__(self):
         return self
@@ -380,7 +462,24 @@ class ScopedStream(wrapt.ObjectProxy):
         return await self._self_run._await(self.__wrapped__.get_final_response(*args, **kwargs))
 
     def __await__(self):
-        return self.get_final_response().__await__()
+        if not hasattr(self.__wrapped__, "__await__"):
+            return self.get_final_response().__await__()
+        return self._self_resolve().__await__()
+
+    async def _self_resolve(self):
+        run = self._self_run
+        tokens = run.enter()
+        try:
+            result = await self.__wrapped__
+        except BaseException as exc:
+            run.finish(error=exc)
+            raise
+        finally:
+            run.exit(tokens)
+        if result is self.__wrapped__:
+            return self  # resolved, not consumed: the run goes on while the caller iterates
+        run.finish(result=result)
+        return result
 
     async def aclose(self) -> None:
         """Close an async generator early (``contextlib.aclosing``): the run ends now."""

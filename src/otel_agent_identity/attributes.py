@@ -1,21 +1,25 @@
 """Attribute names this package emits. The one table is ``docs/attributes.md``; a test keeps them equal."""
 
 from opentelemetry.semconv._incubating.attributes.gen_ai_attributes import (
+    GEN_AI_AGENT_DESCRIPTION,
     GEN_AI_AGENT_ID,
     GEN_AI_AGENT_NAME,
     GEN_AI_CONVERSATION_ID,
     GEN_AI_OPERATION_NAME,
     GEN_AI_PROVIDER_NAME,
+    GEN_AI_WORKFLOW_NAME,
     GenAiOperationNameValues,
     GenAiProviderNameValues,
 )
 
 __all__ = [
+    "GEN_AI_AGENT_DESCRIPTION",
     "GEN_AI_AGENT_ID",
     "GEN_AI_AGENT_NAME",
     "GEN_AI_CONVERSATION_ID",
     "GEN_AI_OPERATION_NAME",
     "GEN_AI_PROVIDER_NAME",
+    "GEN_AI_WORKFLOW_NAME",
     "INVOKE_AGENT",
     "INVOKE_WORKFLOW",
 ]

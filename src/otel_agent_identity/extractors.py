@@ -31,6 +31,8 @@ Extractor = Callable[[Any, Any, "RunCall"], Optional[str]]
 SOURCE_OVERRIDE = "override"
 SOURCE_AGENT = "agent"
 SOURCE_FRAMEWORK = "framework"
+#: not an extractor step: the id the service assigned during a run whose extractors had none
+SOURCE_SERVICE = "service"
 
 
 class RunCall(NamedTuple):
@@ -41,6 +43,8 @@ class RunCall(NamedTuple):
         args / kwargs: the wrapped run method's arguments, as the application passed them.
         phase: ``"before"`` the run or ``"after"`` it (the service may assign an id in the first turn).
         result: the run's result in the ``"after"`` phase when one is at hand, else None.
+        outer: the enclosing run's :class:`~otel_agent_identity.scope.IdentityScope` for a nested
+            run (its ``conversation_id``, ``session_id``), else None.
     """
 
     framework: str
@@ -48,6 +52,7 @@ class RunCall(NamedTuple):
     kwargs: Optional[Mapping[str, Any]] = None
     phase: str = "before"
     result: Any = None
+    outer: Any = None
 
 
 class Extracted(NamedTuple):
@@ -106,15 +111,23 @@ class ExtractorRegistry:
             return found
 
     def extract(
-        self, agent: Any, session: Any, call: RunCall, framework_rule: Optional[Extractor] = None
+        self, agent: Any, session: Any, call: RunCall, framework_rule: Optional[Extractor] = None,
+        agent_step: Optional[Extractor] = None,
     ) -> Optional[Extracted]:
-        """Return the agent's conversation id, or None. Never raises."""
+        """Return the agent's conversation id, or None. Never raises.
+
+        ``agent_step``: the adapter's reading of step 2, for an adapter that owns the shape of the
+        agent's answer (e.g. it knows a value is single-result identity, not the conversation); by
+        default ``agent._get_otel_conversation_id(session)``.
+        """
         override = self._override_for(type(agent)) if self._by_type else None
         if override is not None:
             return self._checked(agent, SOURCE_OVERRIDE, override, session, call)
-        own = getattr(agent, "_get_otel_conversation_id", None)
-        if own is not None:
-            found = self._checked(agent, SOURCE_AGENT, lambda _a, s, _c: own(s), session, call)
+        if agent_step is None:
+            own = getattr(agent, "_get_otel_conversation_id", None)
+            agent_step = None if own is None else (lambda _a, s, _c: own(s))
+        if agent_step is not None:
+            found = self._checked(agent, SOURCE_AGENT, agent_step, session, call)
             if found is not None:
                 return found
         if framework_rule is not None:

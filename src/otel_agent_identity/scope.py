@@ -12,6 +12,9 @@ run's ids. Applications may supply ids for the next run or hop:
 
 from __future__ import annotations
 
+import hashlib
+import logging
+import threading
 import uuid
 from contextlib import contextmanager
 from contextvars import ContextVar, Token
@@ -20,8 +23,35 @@ from random import getrandbits  # as OTel's RandomIdGenerator: unique, reseeded 
 from typing import Any, Callable, Iterator, Optional
 
 from otel_agent_identity import attributes as attrs
+from otel_agent_identity import continuity
 
+_logger = logging.getLogger(__name__)
 _DELEGATION_NAMESPACE = uuid.UUID("6f1c2a3e-5b7d-4e8f-9a0b-1c2d3e4f5a6b")
+_warned: set[tuple[str, str]] = set()  # (what, kind of problem): bounded, whatever the values
+_warned_lock = threading.Lock()
+
+
+def _checked(what: str, value: Any) -> Optional[str]:
+    """``value`` when it is an acceptable id (the extractor registry's test: a non-empty printable
+    str within ``max_id_length``), else None with one warning per ``what`` and kind of problem."""
+    from otel_agent_identity.extractors import registry  # the configured max_id_length
+
+    problem = registry.problem(value)
+    if problem is None:
+        return value
+    kind = problem.split(" ", 1)[-1] if problem[0].isdigit() else problem  # "N characters (...)" -> one kind
+    with _warned_lock:
+        if (what, kind) in _warned:
+            return None
+        _warned.add((what, kind))
+    _logger.warning("otel-agent-identity: %s is %s; ignored, a generated id is used (warned once)", what, problem)
+    return None
+
+
+def _uuid5_hex(key: str) -> str:
+    """``uuid.uuid5(_DELEGATION_NAMESPACE, key).hex``, also for a str with lone surrogates."""
+    digest = hashlib.sha1(_DELEGATION_NAMESPACE.bytes + key.encode("utf-8", "surrogatepass")).digest()
+    return uuid.UUID(bytes=digest[:16], version=5).hex
 
 
 @dataclass(slots=True)
@@ -33,7 +63,12 @@ class IdentityScope:
         execution_id: framework run id, application-supplied, or 32 random hex characters made per run.
         delegation_id: the hop's delegation id, or None outside a hop.
         parent_execution_id: the enclosing run's execution id, for a nested run.
-        parent_conversation_id: the enclosing run's conversation id (at this run's start), or None.
+        parent_conversation_id: the enclosing run's conversation id, for a nested run.
+        owner: the framework object whose run this is (an agent, a workflow), or None.
+        session_id: the durable id of the run's framework session (e.g. ``AgentSession.session_id``),
+            so a nested run handed the same session can tell.
+        provisional: the conversation id is a framework fallback (a local session id) that an id
+            the service assigns during the run replaces (see :meth:`learn`).
     """
 
     conversation_id: Optional[str]
@@ -41,6 +76,9 @@ class IdentityScope:
     delegation_id: Optional[str] = None
     parent_execution_id: Optional[str] = None
     parent_conversation_id: Optional[str] = None
+    session_id: Optional[str] = None
+    provisional: bool = False
+    owner: Any = None
     attributes: dict[str, Any] = field(default_factory=dict)
     #: set by the run handler: called with the first ``invoke_agent`` span started in this scope
     claim_agent_span: Optional[Callable[[Any], None]] = None
@@ -51,15 +89,21 @@ class IdentityScope:
         self.refresh()
 
     def learn(self, conversation_id: Any) -> bool:
-        """Adopt an id the service assigned during the run (first turn), if the scope has none yet.
+        """Adopt an id the service assigned during the run (first turn), if the scope has none yet
+        or only a provisional one (then once: the run's id is not replaced again).
 
         Spans started from then on carry it. Returns True when adopted.
         """
-        if self.conversation_id is not None or not isinstance(conversation_id, str):
+        if not isinstance(conversation_id, str) or conversation_id == self.conversation_id:
+            return False
+        if self.conversation_id is not None and not self.provisional:
             return False
         if not self.accepts(conversation_id):
             return False
+        if self.conversation_id is not None:  # the service's id replaces a fallback: keep what was learnt
+            continuity.delegate_contexts.rekey(self.conversation_id, conversation_id)
         self.conversation_id = conversation_id
+        self.provisional = False
         self.refresh()
         return True
 
@@ -107,7 +151,7 @@ def new_execution_id(framework_run_id: Optional[str] = None) -> str:
     The supplied id applies to the first run started in the ``with`` block, in any task or thread
     that inherited its context; every other run, nested or concurrent, gets its own id.
     """
-    if framework_run_id:
+    if framework_run_id and _checked("a framework run id", framework_run_id):
         return framework_run_id
     supplied = _NEXT_EXECUTION_ID.get()
     if supplied:
@@ -130,26 +174,26 @@ def new_delegation_id(transport_key: Optional[str] = None) -> str:
     supplied = _NEXT_DELEGATION_ID.get()
     if supplied is not None:
         return supplied
-    if transport_key:
-        return delegation_id_of(transport_key)
+    if isinstance(transport_key, str) and transport_key:
+        return _uuid5_hex(transport_key)
     return f"{getrandbits(128):032x}"
 
 
 def delegation_id_of(transport_key: str) -> str:
     """The delegation id (32 hex characters, UUID5) a send derives from ``transport_key`` (str)."""
-    return uuid.uuid5(_DELEGATION_NAMESPACE, transport_key).hex
+    return _uuid5_hex(transport_key)
 
 
 @contextmanager
 def execution(execution_id: str) -> Iterator[None]:
     """Use ``execution_id`` (str, at most ``max_id_length`` characters) for the next agent run started inside.
 
-    Raises:
-        TypeError: ``execution_id`` is not a non-empty string.
+    An unacceptable id (not a str, empty, longer than ``max_id_length``, control characters or
+    lone surrogates) is ignored with one warning per kind of problem: the run gets a generated id.
+    Never raises.
     """
-    if not isinstance(execution_id, str) or not execution_id:
-        raise TypeError("execution_id must be a non-empty str")
-    token = _NEXT_EXECUTION_ID.set([execution_id])
+    supplied = _checked("execution(execution_id)", execution_id)
+    token = _NEXT_EXECUTION_ID.set([supplied] if supplied else None)
     try:
         yield
     finally:
@@ -161,19 +205,22 @@ def delegation(key: Optional[str] = None, *, delegation_id: Optional[str] = None
     """Give every hop started inside one delegation id, and yield it.
 
     Args:
-        key: the application's idempotency key (str); the id is its UUID5, so a retry of the same
-            work, even from another process, gets the same delegation id.
-        delegation_id: an explicit id (str) instead of ``key``.
+        key: the application's idempotency key (str, any length); the id is its UUID5, so a retry
+            of the same work, even from another process, gets the same delegation id.
+        delegation_id: an explicit id (str, at most ``max_id_length`` printable characters)
+            instead of ``key``.
     With neither, 32 random hex characters are made here, shared by all sends inside the block
-    (manual retries).
-
-    Raises:
-        TypeError: ``key``/``delegation_id`` is given but not a non-empty string.
+    (manual retries). A bad ``delegation_id`` (see :func:`execution`) or ``key`` (not a non-empty
+    str) is ignored with one warning per kind of problem, and the next choice used. Never raises.
     """
-    for name, value in (("key", key), ("delegation_id", delegation_id)):
-        if value is not None and (not isinstance(value, str) or not value):
-            raise TypeError(f"{name} must be a non-empty str")
-    did = delegation_id or (uuid.uuid5(_DELEGATION_NAMESPACE, key).hex if key else f"{getrandbits(128):032x}")
+    did = _checked("delegation(delegation_id)", delegation_id) if delegation_id is not None else None
+    if did is None and key is not None:
+        if isinstance(key, str) and key:
+            did = _uuid5_hex(key)
+        else:
+            _checked("delegation(key)", key if key != "" else "")
+    if did is None:
+        did = f"{getrandbits(128):032x}"
     token = _NEXT_DELEGATION_ID.set(did)
     try:
         yield did

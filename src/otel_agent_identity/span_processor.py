@@ -5,14 +5,40 @@ from __future__ import annotations
 import logging
 from typing import Callable, Optional
 
+from opentelemetry.attributes import BoundedAttributes
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import Span, SpanProcessor
 
+from otel_agent_identity import attributes as attrs
 from otel_agent_identity.scope import _SCOPE
 
 _logger = logging.getLogger(__name__)
 
 Finisher = Callable[[Span], None]
+#: our ids: under ``max_span_attributes`` other attributes are evicted before these
+PROTECTED = frozenset({attrs.GEN_AI_CONVERSATION_ID, attrs.EXECUTION_ID, attrs.DELEGATION_ID,
+                       attrs.PARENT_EXECUTION_ID, attrs.PARENT_CONVERSATION_ID})
+
+
+class _IdentityKeepingAttributes(BoundedAttributes):
+    """A span's ``BoundedAttributes`` under a count limit: when full, the oldest attribute that is
+    not one of :data:`PROTECTED` is evicted (the SDK evicts the oldest, which is ours: we stamp at
+    start). Installed by changing the class of the span's own store; nothing else differs."""
+
+    def _setitem_locked(self, key, value) -> None:
+        plain = self._dict
+        if key in plain:
+            del plain[key]
+        if self.maxlen is not None and len(plain) >= self.maxlen:
+            victim = next((k for k in plain if k not in PROTECTED), None)
+            if victim is None:
+                victim = next(iter(plain))
+            del plain[victim]
+            self.dropped += 1
+        plain[key] = value
+
+
+_CAN_KEEP = hasattr(BoundedAttributes, "_setitem_locked")  # the SDK's eviction step (opentelemetry-api >= 1.39)
 
 
 class IdentitySpanProcessor(SpanProcessor):
@@ -35,14 +61,21 @@ class IdentitySpanProcessor(SpanProcessor):
         attributes = scope.attributes
         if attributes and self.stamp_spans:
             # Hot path: the values are ours and already checked (strings within max_id_length), so
-            # when the SDK's store has room they skip its per-value validation; else the public API.
+            # without SDK limits they skip its per-value validation; else the public API, which
+            # applies the limits exactly as on every other span (the agent span's ids included).
             store = getattr(span, "_attributes", None)
             plain = getattr(store, "_dict", None)
-            if plain is not None and (store.maxlen is None or len(plain) + len(attributes) <= store.maxlen):
-                with store._lock:
-                    plain.update(attributes)
-            else:
+            if plain is None:
                 span.set_attributes(attributes)
+            else:
+                maxlen = store.maxlen
+                if maxlen is not None and _CAN_KEEP and type(store) is BoundedAttributes:
+                    store.__class__ = _IdentityKeepingAttributes  # later evictions spare our ids
+                if store.max_value_len is None and (maxlen is None or len(plain) + len(attributes) <= maxlen):
+                    with store._lock:
+                        plain.update(attributes)
+                else:
+                    span.set_attributes(attributes)
         claim = scope.claim_agent_span
         if claim is not None and span.name.startswith("invoke_agent"):
             scope.claim_agent_span = None
@@ -61,7 +94,8 @@ class IdentitySpanProcessor(SpanProcessor):
         original = span.end
 
         def end(end_time: Optional[int] = None) -> None:
-            del span.end  # once; the class's end from now on
+            if span.__dict__.get("end") is end:
+                del span.end  # once; the class's end (or an earlier watcher's) from now on
             try:
                 finisher(span)
             except Exception:  # noqa: BLE001 - never break the span's end

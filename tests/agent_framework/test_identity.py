@@ -113,7 +113,7 @@ async def test_workflow_agent_gets_our_internal_span_and_nested_agent_its_own_sc
     session = workflow_agent.create_session()
     await workflow_agent.run("hello", session=session)
     spans = exporter.get_finished_spans()
-    pipeline = next(s for s in spans if s.name == "invoke_agent pipeline")
+    pipeline = next(s for s in spans if s.name == "invoke_workflow pipeline")  # issue 9, item 8
     writer = next(s for s in spans if s.name == "invoke_agent writer")
     assert pipeline.kind is SpanKind.INTERNAL and pipeline.instrumentation_scope.name == "otel_agent_identity"
     assert pipeline.attributes[CONV] == session.session_id

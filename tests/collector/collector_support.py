@@ -70,6 +70,11 @@ class Process:
                 self.proc.kill()
                 self.proc.wait()
 
+    def kill(self) -> None:
+        """SIGKILL: no shutdown, nothing flushed."""
+        self.proc.kill()
+        self.proc.wait()
+
     def check_alive(self) -> None:
         if self.proc.poll() is not None:
             raise RuntimeError(f"{self.proc.args[0]} exited: {self.log.read_text()[-3000:]}")
@@ -81,6 +86,8 @@ class Collector(Process):
     spans_file: Path = field(default_factory=Path)
     otlp_http: int = 0
     otlp_grpc: int = 0
+    health_port: int = 0
+    start_args: dict = field(default_factory=dict)
 
     @property
     def endpoint(self) -> str:
@@ -90,25 +97,34 @@ class Collector(Process):
         return http_get(f"http://127.0.0.1:{self.metrics_port}/metrics") or ""
 
 
-def start_collector(config: str, workdir: Path, name: str = "collector", **env: str) -> Collector:
-    """Start the collector with ``collector-config/<config>`` on free loopback ports."""
+def start_collector(config: str, workdir: Path, name: str = "collector", ports: Optional[dict] = None,
+                    extra_configs: tuple[str, ...] = (), **env: str) -> Collector:
+    """Start the collector with ``collector-config/<config>`` (then each of ``extra_configs``, merged
+    over it) on free loopback ports, or on ``ports`` (a restart: ``restart_collector``)."""
     workdir.mkdir(parents=True, exist_ok=True)
-    ports = {"otlp_http": free_port(), "otlp_grpc": free_port(), "metrics_port": free_port()}
+    ports = ports or {"otlp_http": free_port(), "otlp_grpc": free_port(), "metrics_port": free_port(),
+                      "health_port": free_port()}
     spans_file, log = workdir / f"{name}-spans.jsonl", workdir / f"{name}.log"
     full_env = dict(
         os.environ,
+        HEALTH_CHECK_ENDPOINT=f"127.0.0.1:{ports['health_port']}",
+        AGENT_IDENTITY_QUEUE_DIR=str(workdir / f"{name}-queue"),
+        TRACE_BACKEND_ENDPOINT="127.0.0.1:9",  # tier 1's raw path: nothing listens unless a test sets one
         OTLP_HTTP_ENDPOINT=f"127.0.0.1:{ports['otlp_http']}",
         OTLP_GRPC_ENDPOINT=f"127.0.0.1:{ports['otlp_grpc']}",
         AGENT_IDENTITY_METRICS_HOST="127.0.0.1",
         AGENT_IDENTITY_METRICS_PORT=str(ports["metrics_port"]),
         AGENT_IDENTITY_SPANS_FILE=str(spans_file),
         GROUPBYTRACE_WAIT="1s",
-        **env,
     )
-    with open(log, "wb") as out:
-        proc = subprocess.Popen([COLLECTOR, "--config", str(CONFIGS / config)], env=full_env,
-                                stdout=out, stderr=subprocess.STDOUT)
-    col = Collector(proc, log, spans_file=spans_file, **ports)
+    full_env.update(env)
+    args = [COLLECTOR]
+    for path in (config, *extra_configs):
+        args += ["--config", str(CONFIGS / path)]
+    with open(log, "ab") as out:  # appended across restarts
+        proc = subprocess.Popen(args, env=full_env, stdout=out, stderr=subprocess.STDOUT)
+    col = Collector(proc, log, spans_file=spans_file, **ports,
+                    start_args=dict(config=config, workdir=workdir, name=name, extra_configs=extra_configs, **env))
     try:
         def ready() -> bool:
             col.check_alive()
@@ -118,6 +134,12 @@ def start_collector(config: str, workdir: Path, name: str = "collector", **env: 
         col.stop()
         raise
     return col
+
+
+def restart_collector(col: Collector) -> Collector:
+    """Start ``col``'s collector again with the same config, ports, files and queue directory."""
+    ports = {k: getattr(col, k) for k in ("otlp_http", "otlp_grpc", "metrics_port", "health_port")}
+    return start_collector(ports=ports, **col.start_args)
 
 
 def send_trace(endpoint: str, **options: Any) -> str:

@@ -52,8 +52,48 @@ async def _requests_session(url):
         return session.post(url, headers=_headers(), json={}, timeout=10).json()["headers"]
 
 
+async def _urllib3(url):  # botocore and many vendor SDKs use urllib3 directly (issue 9, item 9)
+    import json
+
+    import urllib3
+
+    with urllib3.PoolManager() as pool:
+        return json.loads(pool.request("GET", url, headers=_headers()).data)["headers"]
+
+
+async def _urllib3_pool_headers(url):
+    """Baggage in the pool's default headers (urllib3 sends ``pool.headers`` when a request has none)."""
+    import json
+
+    import urllib3
+
+    pool = urllib3.connectionpool.connection_from_url(url, headers=_headers())
+    try:
+        return json.loads(pool.urlopen("GET", "/" + url.split("/", 3)[3]).data)["headers"]
+    finally:
+        pool.close()
+
+
+async def _aiohttp(url):
+    import aiohttp
+
+    async with aiohttp.ClientSession() as session:
+        async with session.post(url, headers=_headers(), json={}) as response:
+            return (await response.json())["headers"]
+
+
+async def _aiohttp_session_headers(url):
+    import aiohttp
+
+    async with aiohttp.ClientSession(headers=_headers()) as session:
+        async with session.get(url) as response:
+            return (await response.json())["headers"]
+
+
 CLIENTS = {"httpx": _httpx, "httpx-async": _httpx_async, "httpx2": _httpx2, "httpx2-async": _httpx2_async,
-           "requests": _requests, "requests-session": _requests_session}
+           "requests": _requests, "requests-session": _requests_session, "urllib3": _urllib3,
+           "urllib3-pool-headers": _urllib3_pool_headers, "aiohttp": _aiohttp,
+           "aiohttp-session-headers": _aiohttp_session_headers}
 
 
 @pytest.fixture
@@ -149,3 +189,27 @@ def test_ipv6_literal_destination_matches_its_allowlist_entry(guard, scope):
         _filter_core_request(request)
         sent = parse_baggage(dict(request.headers)[b"baggage"].decode())
         assert sent == ({"tenant": "acme", **SCOPE} if forwarded else {"tenant": "acme"})
+
+
+@pytest.mark.parametrize("kind", ["urllib3", "aiohttp"])
+async def test_agent_tool_calling_out_sends_no_identity(kind, servers, planted, guard):
+    """Issue 9, item 9: a real Agent Framework run whose tool calls an HTTP endpoint with urllib3
+    or aiohttp; the run has ids in scope and the application planted identity in baggage."""
+    from agent_framework import tool
+
+    from helpers import make_agent
+
+    guard()
+    received = {}
+
+    @tool(name="fetch_report")
+    async def fetch_report() -> str:
+        """Fetch the report."""
+        received.update(await CLIENTS[kind](servers["http_other"]))
+        return "fetched"
+
+    agent = make_agent("service", name="reporter")
+    response = await agent.run("please fetch_report", session=agent.create_session(), tools=[fetch_report])
+    assert "fetched" in response.text and received
+    assert_no_identity(received)
+    assert parse_baggage(received["baggage"]) == {"tenant": "acme"} and received["traceparent"]

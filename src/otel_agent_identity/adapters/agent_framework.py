@@ -1,15 +1,22 @@
-"""Microsoft Agent Framework (agent-framework-core, agent-framework-a2a).
+"""Microsoft Agent Framework (agent-framework-core, agent-framework-a2a, agent-framework-openai).
 
-Wraps ``Agent.run``, ``A2AAgent.run`` and ``WorkflowAgent.run`` (both return shapes: a coroutine,
-and a ``ResponseStream`` with ``stream=True``). ``Agent`` runs are enriched on the framework's own
+Wraps ``Agent.run``, ``A2AAgent.run``, ``WorkflowAgent.run`` and ``Workflow.run`` (both return
+shapes: a coroutine, and a ``ResponseStream`` with ``stream=True``, whose combinators and
+``await`` keep the run's scope). ``Agent`` runs are enriched on the framework's own
 ``invoke_agent`` span when its telemetry is on (``OBSERVABILITY_SETTINGS.ENABLED``), else we create
-one; ``A2AAgent`` (CLIENT) and ``WorkflowAgent`` (INTERNAL) emit none, so we create it.
+one; ``A2AAgent`` (CLIENT ``invoke_agent``) and ``WorkflowAgent`` (INTERNAL ``invoke_workflow``)
+emit none, so we create it. A plain ``Workflow.run()`` gets an execution id on the framework's
+``workflow.run``/``executor.process`` spans, and no span of ours.
 
 Conversation id, in order: registered override; ``agent._get_otel_conversation_id(session)``
 (ADR-0029: ``AgentSession.service_session_id`` when a string, A2A ``context_id``); then this
 module's rule, the framework's durable ``AgentSession.session_id``. No session, no id. An
-``A2AAgent``'s conversation is the remote one (the A2A contextId, service-assigned on the first
-turn, learned from the response by the a2a-sdk adapter), so the local session id is never used.
+OpenAI Responses chain (agent-framework-openai ``OpenAIChatClient``: the continuation value is the
+previous ``resp_*``, single-result identity per ADR-0029) is the session's ``session_id``; a
+``conv_*`` conversation is the service's. A sub-agent handed its caller's session
+(``as_tool(propagate_session=True)``) reports the caller's conversation. An ``A2AAgent``'s
+conversation is the remote one (the A2A contextId, service-assigned on the first turn, learned
+from the response by the a2a-sdk adapter), so the local session id is never used.
 
 State continuity: an ``Agent`` run with a session records ``agent_identity.conversation.resumed``
 at its start (:func:`resumed_state`): whether it continues prior conversation state or starts from
@@ -28,6 +35,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 import inspect
+import logging
 
 from opentelemetry import trace
 from opentelemetry.instrumentation.utils import unwrap
@@ -38,37 +46,104 @@ from otel_agent_identity import attributes as attrs
 from otel_agent_identity._runs import RunHandler, SpanSpec
 from otel_agent_identity.scope import current_scope, new_delegation_id
 
+_logger = logging.getLogger(__name__)
+
 NAME = "agent_framework"
 REQUIREMENTS = ("agent-framework-core >= 1.23, < 2",)
 
 _TARGETS = [
     ("agent_framework", "Agent", "run"),
     ("agent_framework", "WorkflowAgent", "run"),
+    ("agent_framework", "Workflow", "run"),
     ("agent_framework.a2a", "A2AAgent", "run"),
 ]
 _CHAT_TARGET = ("agent_framework", "BaseChatClient", "get_response")
 _wrapped: list[tuple[Any, str]] = []
 _observability: Any = None  # agent_framework.observability, imported at instrument()
 _history: tuple = ()  # (HistoryProvider, InMemoryHistoryProvider), imported at instrument()
+_is_local_sentinel: Any = None  # agent_framework's is_local_history_conversation_id, if it has one
+
+
+def _effective_options(agent: Any, call: Any) -> dict:
+    """The run's options as the framework merges them: run ``options`` over ``agent.default_options``
+    (a run value of None falls back to the default)."""
+    merged = dict(getattr(agent, "default_options", None) or {})
+    options = (call.kwargs or {}).get("options") or {}
+    if hasattr(options, "items"):
+        merged.update({k: v for k, v in options.items() if v is not None})
+    return merged
+
+
+_RESPONSES_TYPES: dict[type, bool] = {}
+
+
+def _is_responses_client(client: Any) -> bool:
+    """The OpenAI Responses client (agent-framework-openai ``RawOpenAIChatClient`` and subclasses)."""
+    cls = type(client)
+    found = _RESPONSES_TYPES.get(cls)
+    if found is None:
+        found = _RESPONSES_TYPES[cls] = any(
+            c.__name__ == "RawOpenAIChatClient" and c.__module__.startswith("agent_framework_openai")
+            for c in cls.__mro__
+        )
+    return found
+
+
+def _is_response_id(client: Any, value: Any) -> bool:
+    """A continuation value of the Responses client that is single-result identity: it sends every
+    value but a ``conv_*`` conversation as ``previous_response_id`` (``resp_*``, ADR-0029)."""
+    return isinstance(value, str) and not value.startswith("conv_") and _is_responses_client(client)
+
+
+def _shared_session(session: Any, call: Any) -> Optional[str]:
+    """The enclosing run's conversation id when this run was handed its session
+    (``as_tool(propagate_session=True)`` passes ``AgentSession(session_id=parent.session_id)``)."""
+    outer = call.outer
+    sid = getattr(session, "session_id", None)
+    if outer is None or not isinstance(sid, str) or outer.session_id != sid:
+        return None
+    return outer.conversation_id
+
+
+def agent_step(agent: Any, session: Any, call: Any) -> Optional[str]:
+    """The agent's own ``_get_otel_conversation_id(session)``, except for a session shared with the
+    enclosing run (the service state of the sub-agent's copy is isolated, not the story) and a
+    response id of the OpenAI Responses client (a chain's next ``previous_response_id``, new every
+    turn: the response's identity, not the conversation's); the framework rule answers then."""
+    if session is not None and _shared_session(session, call) is not None:
+        return None
+    value = agent._get_otel_conversation_id(session)
+    return None if _is_response_id(getattr(agent, "client", None), value) else value
 
 
 def session_rule(agent: Any, session: Any, call: Any) -> Optional[str]:
-    """Framework rule: the durable ``AgentSession.session_id`` (str) of a local-history session.
+    """Framework rule: the durable ``AgentSession.session_id`` (str), unless the service will name
+    the conversation.
 
-    When the service stores history (``options["store"]``, else ``client.STORES_BY_DEFAULT``, the
-    framework's own test) the conversation id is the service's, which the agent step reports once
-    it exists; the session id is then never used, so turn 1 and turn 2 report the same id.
+    The service names it when it stores history (``store`` of the effective options, else
+    ``client.STORES_BY_DEFAULT``: the framework's own test) and the continuation is a real
+    conversation; the agent step reports it once it exists, so turn 1 and turn 2 report the same
+    id. An OpenAI Responses chain (``previous_response_id``, no ``conv_*`` conversation) is the
+    session's story: its ``session_id``, on every turn, the first included. A sub-agent handed the
+    enclosing run's session (same ``session_id``) reports the enclosing run's conversation id.
     """
     if session is None:
         return None
-    options = (call.kwargs or {}).get("options") or {}
-    store = options.get("store") if hasattr(options, "get") else None
-    if store is None:
-        store = getattr(getattr(agent, "client", None), "STORES_BY_DEFAULT", False)
-    if store:
-        return None
+    shared = _shared_session(session, call)
+    if shared is not None:
+        return shared
     sid = getattr(session, "session_id", None)
-    return sid if isinstance(sid, str) else None
+    if not isinstance(sid, str):
+        return None
+    options = _effective_options(agent, call)
+    client = getattr(agent, "client", None)
+    continuation = getattr(session, "service_session_id", None) or options.get("conversation_id")
+    if _is_responses_client(client) and not (isinstance(continuation, str) and continuation.startswith("conv_")):
+        return sid
+    store = options.get("store")
+    if store is None:
+        store = getattr(client, "STORES_BY_DEFAULT", False)
+    return None if store else sid
 
 
 def resumed_state(agent: Any, session: Any) -> Optional[bool]:
@@ -114,13 +189,57 @@ def _framework_emits_span() -> bool:
     return bool(_observability.OBSERVABILITY_SETTINGS.ENABLED)
 
 
-def _span_spec(agent: Any, kind: SpanKind) -> SpanSpec:
-    name = getattr(agent, "name", None) or getattr(agent, "id", None) or type(agent).__name__
-    span_attrs = {attrs.GEN_AI_OPERATION_NAME: attrs.INVOKE_AGENT, attrs.GEN_AI_AGENT_NAME: str(name)}
-    agent_id = getattr(agent, "id", None)
-    if isinstance(agent_id, str):
-        span_attrs[attrs.GEN_AI_AGENT_ID] = agent_id
-    return SpanSpec(f"{attrs.INVOKE_AGENT} {name}", kind, span_attrs)
+_FRAMEWORK_PROVIDER = "microsoft.agent_framework"  # what the framework's own invoke_agent spans say
+
+
+def _str(value: Any) -> Optional[str]:
+    return value if isinstance(value, str) and value else None
+
+
+def _span_spec(agent: Any, kind: str) -> SpanSpec:
+    """The span we create: ``invoke_agent {name}`` (CLIENT for an ``A2AAgent``), or
+    ``invoke_workflow {name}`` for a ``WorkflowAgent``, with the GenAI semconv attributes."""
+    name = _str(getattr(agent, "name", None)) or _str(getattr(agent, "id", None)) or type(agent).__name__
+    provider = (_str(getattr(agent, "otel_provider_name", None))
+                or _str(getattr(type(agent), "AGENT_PROVIDER_NAME", None)) or _FRAMEWORK_PROVIDER)
+    operation = attrs.INVOKE_WORKFLOW if kind == "workflow" else attrs.INVOKE_AGENT
+    span_attrs: dict[str, Any] = {
+        attrs.GEN_AI_OPERATION_NAME: operation, attrs.GEN_AI_PROVIDER_NAME: provider, attrs.GEN_AI_AGENT_NAME: name,
+    }
+    for key, value in ((attrs.GEN_AI_AGENT_ID, getattr(agent, "id", None)),
+                       (attrs.GEN_AI_AGENT_DESCRIPTION, getattr(agent, "description", None))):
+        if _str(value):
+            span_attrs[key] = value
+    if kind == "workflow":
+        workflow = getattr(agent, "workflow", None)
+        span_attrs[attrs.GEN_AI_WORKFLOW_NAME] = _str(getattr(workflow, "name", None)) or name
+    if kind == "a2a":
+        version = _a2a_protocol_version(agent)
+        if version:
+            span_attrs[attrs.A2A_PROTOCOL_VERSION] = version
+    span_kind = SpanKind.CLIENT if kind == "a2a" else SpanKind.INTERNAL
+    return SpanSpec(f"{operation} {name}", span_kind, span_attrs)
+
+
+def _a2a_protocol_version(agent: Any) -> Optional[str]:
+    """The A2A protocol version an ``A2AAgent``'s a2a-sdk client speaks: its transport's Agent Card
+    interface's ``protocol_version``; a legacy (``Compat*``) transport speaks 0.3; an interface
+    without one gets a2a-sdk's ``PROTOCOL_VERSION_CURRENT`` (what its transports send in ``A2A-Version``)."""
+    client = getattr(agent, "client", None)
+    transport = getattr(client, "_transport", None)
+    if transport is None:
+        return None
+    if type(transport).__name__.startswith("Compat"):
+        return "0.3"
+    url = getattr(transport, "url", None)
+    for interface in getattr(getattr(client, "_card", None), "supported_interfaces", None) or ():
+        if getattr(interface, "url", None) == url and _str(getattr(interface, "protocol_version", None)):
+            return interface.protocol_version
+    try:
+        from a2a.utils.constants import PROTOCOL_VERSION_CURRENT
+    except ImportError:
+        return None
+    return PROTOCOL_VERSION_CURRENT
 
 
 def _last_message_id(args: tuple, kwargs: dict) -> Optional[str]:
@@ -136,17 +255,20 @@ def _run_wrapper(handler: RunHandler, kind: str):
     """Wrapper of ``run(self, messages=None, *, stream=False, session=None, **kw)``."""
 
     def wrapper(wrapped, instance, args, kwargs):
+        if kind == "plain_workflow":
+            return _workflow_run(handler, wrapped, instance, args, kwargs)
         try:
             delegation_id = new_delegation_id(_last_message_id(args, kwargs)) if kind == "a2a" else None
             if kind == "agent" and _framework_emits_span():
                 spec = None
             else:
-                spec = _span_spec(instance, SpanKind.CLIENT if kind == "a2a" else SpanKind.INTERNAL)
+                spec = _span_spec(instance, kind)
             session = kwargs.get("session")
             run = handler.start(
                 framework=NAME, agent=instance, session=session, args=args, kwargs=kwargs,
                 rule=None if kind == "a2a" else session_rule, span=spec, delegation_id=delegation_id,
                 resumed=resumed_state(instance, session) if kind == "agent" else None,
+                agent_step=agent_step if kind == "agent" else None,
             )
         except Exception:  # noqa: BLE001 - never break the application
             run = None
@@ -157,26 +279,87 @@ def _run_wrapper(handler: RunHandler, kind: str):
     return wrapper
 
 
-def _learn(scope: Any, span: Any, response: Any) -> None:
-    """First turn: adopt ``ChatResponse.conversation_id`` (the id the service just assigned)."""
-    if scope.learn(getattr(response, "conversation_id", None)) and span.is_recording():
-        span.set_attribute(attrs.GEN_AI_CONVERSATION_ID, scope.conversation_id)
+def _workflow_run(handler: RunHandler, wrapped, instance, args, kwargs):
+    """``Workflow.run(message=None, *, stream=False, ...)`` called directly (not by the
+    ``WorkflowAgent`` run that wraps this workflow): a run with an execution id and no
+    conversation, stamped on the framework's ``workflow.run`` and ``executor.process`` spans and
+    on every agent run inside (their ``parent.execution.id``). No span of our own."""
+    try:
+        outer = current_scope()
+        if outer is not None and getattr(outer.owner, "workflow", None) is instance:
+            return wrapped(*args, **kwargs)  # part of that WorkflowAgent's run
+        run = handler.start(framework=NAME, agent=instance, session=None, args=args, kwargs=kwargs, claim=False)
+    except Exception:  # noqa: BLE001
+        run = None
+    if run is None:
+        return wrapped(*args, **kwargs)
+    return run.call(wrapped, args, kwargs)
 
 
-def _chat_wrapper(wrapped, instance, args, kwargs):
-    """Wrapper of ``BaseChatClient.get_response(messages, *, stream=False, ...)`` inside a run
-    whose conversation is not known yet: the chat span and all later spans get the service's id."""
+def _learn(scope: Any, span: Any, response: Any, client: Any = None) -> None:
+    """First turn: adopt ``ChatResponse.conversation_id`` (the id the service just assigned), not a
+    response id of the Responses client nor the framework's local-history sentinel."""
+    cid = getattr(response, "conversation_id", None)
+    if _is_response_id(client, cid) or (_is_local_sentinel is not None and _is_local_sentinel(cid)):
+        return
+    if scope.learn(cid) and span.is_recording():
+        span.set_attribute(attrs.GEN_AI_CONVERSATION_ID, scope.conversation_id)  # the open chat span
+
+
+def _correct_chat_span(span: Any, scope: Any, client: Any) -> None:
+    """The framework's chat telemetry sets ``gen_ai.conversation.id`` after the span started (so
+    after our stamp), and again with the response, to the chat option ``conversation_id``: for a
+    Responses chain, the previous response id. Just before the chat span ends, the run's id
+    replaces it; without one, a response id is removed (it stays on the previous chat span as
+    ``gen_ai.response.id``)."""
+    try:
+        if not span.is_recording():
+            return
+        current = (span.attributes or {}).get(attrs.GEN_AI_CONVERSATION_ID)
+        if scope.conversation_id is not None:
+            if current is not None and current != scope.conversation_id:
+                span.set_attribute(attrs.GEN_AI_CONVERSATION_ID, scope.conversation_id)
+        elif _is_response_id(client, current):
+            store = getattr(span, "_attributes", None)  # the SDK's BoundedAttributes: no public delete
+            with store._lock:
+                del store._dict[attrs.GEN_AI_CONVERSATION_ID]
+    except Exception:  # noqa: BLE001
+        _logger.debug("otel-agent-identity: could not correct a chat span", exc_info=True)
+
+
+def _chat_wrapper(handler: RunHandler):
+    def wrapper(wrapped, instance, args, kwargs):
+        scope = current_scope()
+        if scope is not None:
+            try:
+                span = trace.get_current_span()  # the framework's chat span (it is current here)
+                if span.is_recording():
+                    current = (span.attributes or {})
+                    # the framework set its value already and sets the same again with the response
+                    if (current.get(attrs.GEN_AI_OPERATION_NAME) == "chat"
+                            and current.get(attrs.GEN_AI_CONVERSATION_ID) not in (None, scope.conversation_id)):
+                        handler.processor.watch(span, lambda sp: _correct_chat_span(sp, scope, instance))
+            except Exception:  # noqa: BLE001
+                pass
+        return _chat_call(wrapped, instance, args, kwargs, scope)
+
+    return wrapper
+
+
+def _chat_call(wrapped, instance, args, kwargs, scope):
+    """``BaseChatClient.get_response(messages, *, stream=False, ...)`` inside a run whose
+    conversation is not known yet (or only provisionally): the chat span and all later spans get
+    the service's id."""
     result = wrapped(*args, **kwargs)
     try:
-        scope = current_scope()
-        if scope is None or scope.conversation_id is not None:
+        if scope is None or (scope.conversation_id is not None and not scope.provisional):
             return result
         span = trace.get_current_span()
         if inspect.iscoroutine(result):
-            return _await_and_learn(result, scope, span)
+            return _await_and_learn(result, scope, span, instance)
         if hasattr(result, "with_result_hook"):
             def _hook(final):
-                _learn(scope, span, final)
+                _learn(scope, span, final, instance)
                 return final
 
             return result.with_result_hook(_hook)
@@ -185,10 +368,10 @@ def _chat_wrapper(wrapped, instance, args, kwargs):
     return result
 
 
-async def _await_and_learn(coro, scope, span):
+async def _await_and_learn(coro, scope, span, client):
     response = await coro
     try:
-        _learn(scope, span, response)
+        _learn(scope, span, response, client)
     except Exception:  # noqa: BLE001
         pass
     return response
@@ -198,10 +381,14 @@ def instrument(handler: RunHandler) -> None:
     """Wrap the run methods; a class missing from this framework version is skipped."""
     import importlib
 
-    global _observability
+    global _observability, _is_local_sentinel
     _observability = importlib.import_module("agent_framework.observability")
     _load_history_types()
-    kinds = {"Agent": "agent", "A2AAgent": "a2a", "WorkflowAgent": "workflow"}
+    _is_local_sentinel = getattr(importlib.import_module("agent_framework"), "is_local_history_conversation_id", None)
+    if _is_local_sentinel is None:
+        _is_local_sentinel = getattr(importlib.import_module("agent_framework._sessions"),
+                                     "is_local_history_conversation_id", None)
+    kinds = {"Agent": "agent", "A2AAgent": "a2a", "WorkflowAgent": "workflow", "Workflow": "plain_workflow"}
     for module_name, cls_name, method in _TARGETS:
         try:
             module = importlib.import_module(module_name)
@@ -212,7 +399,7 @@ def instrument(handler: RunHandler) -> None:
         _wrapped.append((cls, method))
     module_name, cls_name, method = _CHAT_TARGET
     cls = getattr(importlib.import_module(module_name), cls_name)
-    wrap_function_wrapper(cls, method, _chat_wrapper)
+    wrap_function_wrapper(cls, method, _chat_wrapper(handler))
     _wrapped.append((cls, method))
 
 

@@ -93,7 +93,6 @@ def _start(handler: RunHandler, args: tuple, kwargs: dict):
         },
         on_end=_last_agent,
     )
-    outer = current_scope()
     run = handler.start(framework=NAME, agent=agent, session=session, args=args, kwargs=kwargs,
                         rule=conversation_rule, span=spec)
     if run is None or run.scope.conversation_id is not None:
@@ -101,8 +100,6 @@ def _start(handler: RunHandler, args: tuple, kwargs: dict):
     try:  # the run has started (its span is open): nothing below may lose it
         if session is not None:
             _pending[session] = run.scope
-        elif outer is not None and outer.conversation_id is not None:  # an agent used as a tool
-            run.span.set_attribute(attrs.PARENT_CONVERSATION_ID, outer.conversation_id)
     except Exception:  # noqa: BLE001 - e.g. a session that is not weak-referenceable
         pass
     return run

@@ -1,0 +1,59 @@
+"""Issue 9, item 7: the SDK's span limits apply to our ids the same way on every span, and under
+an attribute count limit our ids are not the ones evicted."""
+
+from __future__ import annotations
+
+import pytest
+from opentelemetry.sdk.trace import SpanLimits
+
+from helpers import CONV, EXEC, agent_spans, by_execution, make_agent
+
+
+@pytest.fixture
+def limited(tracer_provider, exporter, monkeypatch):
+    """Instrument under the given SpanLimits (the framework's tracers and ours read the provider's)."""
+    from otel_agent_identity import AgentIdentityInstrumentor
+
+    instrumentors = []
+
+    def install(**limits):
+        span_limits = SpanLimits(**limits)
+        monkeypatch.setattr(tracer_provider, "_span_limits", span_limits)
+        for tracer in list(tracer_provider._tracers.values()):  # the provider caches its tracers
+            monkeypatch.setattr(tracer, "_span_limits", span_limits)
+        inst = AgentIdentityInstrumentor()
+        inst.instrument(tracer_provider=tracer_provider)
+        instrumentors.append(inst)
+
+    yield install
+    for inst in instrumentors:
+        inst.uninstrument()
+
+
+async def test_attribute_length_limit_cuts_the_id_the_same_everywhere(limited, exporter):
+    limited(max_span_attribute_length=12)
+    agent = make_agent("local")
+    session = agent.create_session()
+    await agent.run("what's the weather?", session=session)
+    spans = exporter.get_finished_spans()
+    assert {s.name.split(" ")[0] for s in spans} == {"invoke_agent", "chat", "execute_tool"}
+    assert {s.attributes.get(CONV) for s in spans} == {session.session_id[:12]}  # one conversation, one id
+    assert len({s.attributes.get(EXEC) for s in spans}) == 1
+
+
+@pytest.mark.parametrize("max_attributes", [3, 5, 7])
+async def test_attribute_count_limit_keeps_our_ids(limited, exporter, max_attributes):
+    limited(max_span_attributes=max_attributes)
+    agent = make_agent("service")
+    session = agent.create_session()
+    await agent.run("what's the weather?", session=session)
+    await agent.run("and tomorrow?", session=session)
+    spans = exporter.get_finished_spans()
+    assert len(agent_spans(spans)) == 2
+    crowded = [s for s in spans if s.dropped_attributes]
+    assert crowded  # the framework's own attributes did overflow the limit
+    for span in spans:
+        assert len(span.attributes) <= max_attributes
+        assert span.attributes.get(EXEC), span.name
+        assert span.attributes.get(CONV) == "conv_offline_1" or max_attributes < 3, span.name
+    assert len(by_execution(spans)) == 2
