@@ -91,7 +91,7 @@ async def test_agent_framework_agent_in_a_langgraph_node(instrumented, reader, t
     assert truth_differs == (mapping != "mapped")
     marked = inner.attributes.get(DIFFERS) is True
     assert marked == (truth_differs and mapping != "declared")
-    assert inner.attributes.get(PARENT_CONV) == ("thread-7" if truth_differs else None)
+    assert inner.attributes.get(PARENT_CONV) == "thread-7"  # recorded whenever the parent has one
     assert DIFFERS not in outer.attributes
     points = counted(reader, "agent_identity.conversation.parent_differs")
     assert sum(points.values()) == int(marked)
@@ -135,3 +135,28 @@ async def test_no_parent_no_mark(instrumented, reader):
                and s.attributes.get("gen_ai.operation.name") == "invoke_agent"]
     assert PARENT_CONV not in span.attributes and DIFFERS not in span.attributes
     assert counted(reader, "agent_identity.conversation.parent_differs") == {}
+
+
+@pytest.mark.parametrize("propagate", [True, False])
+async def test_agent_framework_sub_agent_as_tool(instrumented, reader, propagate):
+    """``as_tool(propagate_session=True)`` shares the parent's session: one story. The default
+    private session is another conversation (the child's service assigns its own): marked."""
+    from agent_framework import Content
+    from helpers import make_agent
+
+    child = make_agent("service", name="researcher", prefix="child")
+    parent = make_agent("service", name="coordinator", prefix="parent")
+    original = parent.client._reply
+    parent.client._reply = lambda messages, options: [
+        Content.from_function_call(c.call_id, c.name, arguments={"task": "look it up"})
+        if c.type == "function_call" and c.name == "researcher" else c for c in original(messages, options)]
+    session = parent.create_session()
+    await parent.run("please ask researcher", session=session, tools=[child.as_tool(propagate_session=propagate)])
+    spans = instrumented.get_finished_spans()
+    (inner,) = [s for s in spans if s.name == "invoke_agent researcher"]
+    assert child.client.calls >= 1  # the sub-agent really ran
+    truth_differs = not propagate  # a private session: the child's service gave it its own thread
+    assert inner.attributes[PARENT_CONV] == session.service_session_id
+    assert (inner.attributes.get(DIFFERS) is True) == truth_differs
+    assert (inner.attributes[CONV] != session.service_session_id) == truth_differs
+    assert sum(counted(reader, "agent_identity.conversation.parent_differs").values()) == int(truth_differs)
