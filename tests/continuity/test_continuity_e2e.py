@@ -14,10 +14,7 @@ and how many messages the specialist's model saw per request.
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -26,9 +23,9 @@ import pytest
 import a2a_harness as h
 
 COLLECTOR = os.environ.get("AGENT_IDENTITY_COLLECTOR")
-OVERLAY = h.ROOT / "collector-config" / "backends" / "python-metrics.yaml"
+OVERLAY = h.PYTHON_METRICS_OVERLAY
 PREVIOUS = "agent_identity.conversation.previous_id"
-METRICS_ENV = {"OTEL_METRICS_EXPORTER": "otlp", "OTEL_METRIC_EXPORT_INTERVAL": "500"}
+METRICS_ENV = h.METRICS_ENV
 
 pytestmark = [
     pytest.mark.e2e,
@@ -47,36 +44,11 @@ CALLERS = {
 }
 
 
-def run_caller(service: str, url: str, endpoint: str, args: list[str], turns: int = 3) -> list[dict]:
-    cmd = [str(h.LAUNCHER), sys.executable, str(h.EXAMPLES / "restarting_caller.py"), "--specialist", url,
-           "--caller", service, "--turns", str(turns), *args]
-    proc = subprocess.run(cmd, env=h.otel_env(service, endpoint, **METRICS_ENV), capture_output=True, text=True,
-                          timeout=120, check=True)
-    return [json.loads(line) for line in proc.stdout.splitlines() if line.startswith('{"caller"')]
+def run_caller(service: str, url: str, endpoint: str, args: list[str]) -> list[dict]:
+    return h.run_restarting_caller(service, url, endpoint, *args)
 
 
-def read_metrics(path: Path) -> dict[tuple, float]:
-    """(service.name, metric name, sorted labels) -> latest cumulative value, from the file exporter."""
-    out: dict[tuple, float] = {}
-    if not path.exists():
-        return out
-    for line in path.read_text().splitlines():
-        if not line.strip():
-            continue
-        for rm in json.loads(line).get("resourceMetrics", []):
-            res = {a["key"]: h._value(a["value"]) for a in rm.get("resource", {}).get("attributes", [])}
-            for sm in rm.get("scopeMetrics", []):
-                for metric in sm.get("metrics", []):
-                    for dp in metric.get("sum", {}).get("dataPoints", []):
-                        labels = tuple(sorted((a["key"], h._value(a["value"])) for a in dp.get("attributes", [])))
-                        key = (res.get("service.name"), metric["name"], labels)
-                        out[key] = max(out.get(key, 0), float(dp.get("asInt", dp.get("asDouble", 0))))
-    return out
-
-
-def total(metrics: dict, service: str, name: str, **labels: str) -> float:
-    return sum(v for (svc, n, lab), v in metrics.items()
-               if svc == service and n == name and all(dict(lab).get(k) == want for k, want in labels.items()))
+read_metrics, total = h.read_metrics, h.metric_total
 
 
 @pytest.fixture(scope="module")
