@@ -312,11 +312,14 @@ METRICS_ENV = {"OTEL_METRICS_EXPORTER": "otlp", "OTEL_METRIC_EXPORT_INTERVAL": "
 def run_restarting_caller(service: str, url: str, endpoint: Optional[str], *args: str,
                           turns: int = 3) -> list[dict]:
     """Run ``restarting_caller.py`` (``args``: e.g. ``"--keep"``, ``"--direct"``) under the launcher
-    as ``service``, its metrics over OTLP to ``endpoint``; returns its records (one per send)."""
+    as ``service``, its metrics over OTLP to ``endpoint``; returns its records (one per send).
+    Raises RuntimeError (with its stderr) when it fails."""
     cmd = [str(LAUNCHER), sys.executable, str(EXAMPLES / "restarting_caller.py"), "--specialist", url,
            "--caller", service, "--turns", str(turns), *args]
     proc = subprocess.run(cmd, env=otel_env(service, endpoint, **METRICS_ENV), capture_output=True, text=True,
-                          timeout=120, check=True)
+                          timeout=120)
+    if proc.returncode:
+        raise RuntimeError(f"{service} exited with {proc.returncode}:\n{proc.stderr[-3000:]}")
     return [json.loads(line) for line in proc.stdout.splitlines() if line.startswith('{"caller"')]
 
 
