@@ -67,12 +67,13 @@ def start_collector(binary: str | Path, workdir: Path, groupbytrace_wait: str = 
                     overlays: tuple[Path, ...] = ()) -> Collector:
     """Start the collector; its spans go to ``workdir/spans.jsonl``. ``overlays``: config files
     merged over the single-node config, in order. Raises RuntimeError if it fails."""
-    otlp_http, otlp_grpc, metrics = free_port(), free_port(), free_port()
+    otlp_http, otlp_grpc, metrics, health = free_port(), free_port(), free_port(), free_port()
     spans_file, log = workdir / "spans.jsonl", workdir / "collector.log"
     env = dict(
         os.environ, OTLP_HTTP_ENDPOINT=f"127.0.0.1:{otlp_http}", OTLP_GRPC_ENDPOINT=f"127.0.0.1:{otlp_grpc}",
         AGENT_IDENTITY_METRICS_HOST="127.0.0.1", AGENT_IDENTITY_METRICS_PORT=str(metrics),
         AGENT_IDENTITY_SPANS_FILE=str(spans_file), GROUPBYTRACE_WAIT=groupbytrace_wait, COLLECTOR_LOG_LEVEL="warn",
+        HEALTH_CHECK_ENDPOINT=f"127.0.0.1:{health}",  # the default port is fixed: never clash with another collector
     )
     with open(log, "wb") as out:
         configs = [arg for path in (COLLECTOR_CONFIG, *overlays) for arg in ("--config", str(path))]
@@ -210,6 +211,19 @@ def expected_verdict(record: dict, counts: list[int]) -> Optional[bool]:
     if not record.get("requested"):
         return None
     return all(n <= 1 for n in counts)
+
+
+def expected_result(record: dict, counts: list[int]) -> str:
+    """The hop verdict the ground truth calls for (the processor's ``agent_identity.hop.result``):
+    ``first_turn`` when the caller requested nothing; ``continued`` when the callee's model saw
+    prior messages; when it saw only the new one, ``context_changed`` if the reply came in another
+    contextId than the one sent (as the caller saw it), else ``state_not_resumed``."""
+    forgot = expected_verdict(record, counts)
+    if forgot is None:
+        return "first_turn"
+    if not forgot:
+        return "continued"
+    return "context_changed" if record.get("answered") != record["requested"] else "state_not_resumed"
 
 
 def stop(proc: subprocess.Popen, timeout: float = 10.0) -> None:

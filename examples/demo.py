@@ -8,6 +8,10 @@ state), a plain executor answering in the request's context, and one answering i
 every time. The orchestrator (Agent Framework, offline model) holds a three-turn conversation with
 each through ``A2AAgent``, and a direct a2a-sdk client does the same with the plain ones; turn 2 to
 the first specialist is re-sent after it completed (a lost response: one delegation, two executions).
+Two more callers, each its own service, hold three-turn conversations over A2A (a2a-sdk client) with
+one specialist that continues and one that forgets: a LangGraph agent (``examples/langgraph_app.py``,
+one thread per specialist) and an OpenAI Agents SDK agent (``examples/openai_agents_orchestrator.py``,
+one ``SQLiteSession`` per specialist).
 
 Each specialist's model reports how many messages it saw: the ground truth. The demo prints, per
 turn, that truth next to the collector's verdict, then the collector's counters.
@@ -22,7 +26,9 @@ could not run. Options: ``--collector PATH`` (default ``collector/_build/otelcol
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -43,6 +49,51 @@ SPECIALISTS = (
 )
 DIRECT = ("plain", "plain-new-context")  # also driven by a direct a2a-sdk client
 RETRIED = SPECIALISTS[0][0]
+#: the other frameworks' callers: (label, service, script, conversation option, specialists it talks to)
+FRAMEWORK_CALLERS = (
+    ("LangGraph", "langgraph-app", "langgraph_app.py", "--thread", ("session-local", "a2a-executor")),
+    ("OpenAI Agents", "openai-agents-app", "openai_agents_orchestrator.py", "--session",
+     ("session-service", "plain-new-context")),
+)
+
+
+def start_framework_callers(urls: dict[str, str], endpoint: str, turns: int) -> list:
+    """Start every ``FRAMEWORK_CALLERS`` caller, one process each holding one conversation per
+    specialist, all at once (they run while the orchestrator does); ``framework_records`` waits
+    for them."""
+    procs = []
+    for label, service, script, option, shapes in FRAMEWORK_CALLERS:
+        cmd = [str(h.LAUNCHER), sys.executable, str(h.EXAMPLES / script), "--turns", str(turns)]
+        for shape in shapes:
+            cmd += ["--specialist", urls[shape], option, f"conv-{service.split('-')[0]}-{shape}"]
+        procs.append((label, shapes, subprocess.Popen(cmd, env=h.otel_env(service, endpoint), text=True,
+                                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)))
+    return procs
+
+
+def framework_records(procs: list) -> dict[str, list[dict]]:
+    """Wait for the ``start_framework_callers`` processes; returns ``{label: records}`` in the
+    orchestrator's record shape (``requested``: the contextId the turn sent, the one the previous
+    turn was answered in; ``answered``: the one this turn was). Raises RuntimeError if one failed."""
+    out: dict[str, list[dict]] = {}
+    for label, shapes, proc in procs:
+        stdout, stderr = proc.communicate(timeout=120)
+        if proc.returncode != 0:
+            raise RuntimeError(f"the {label} caller exited with {proc.returncode}:\n{stderr[-2000:]}")
+        previous = {}
+        for line in stdout.splitlines():
+            if line.startswith('{"thread"') or line.startswith('{"session"'):
+                rec = json.loads(line)
+                conversation = rec.get("thread") or rec["session"]
+                shape = next(s for s in shapes if conversation.endswith(f"-{s}"))
+                # the contextId sent: recorded by the OpenAI Agents caller; the LangGraph one sends
+                # the context the previous turn was answered in
+                requested = rec["requested"] if "requested" in rec else previous.get(conversation)
+                out.setdefault(label, []).append({
+                    "conversation": f"{shape} via {label}", "specialist": shape, "turn": rec["turn"], "attempt": 1,
+                    "requested": requested, "answered": rec["context_id"], "trace_id": rec["trace_id"]})
+                previous[conversation] = rec["context_id"]
+    return out
 
 
 def truth_word(forgot) -> str:
@@ -151,14 +202,22 @@ def main() -> int:
             proc, urls[shape] = h.start_specialist(shape, collector.endpoint, shape=shape, truth=truth_file)
             procs.append(proc)
             print(f"{shape}: {what}, A2A server at {urls[shape]}")
+        callers = start_framework_callers(urls, collector.endpoint, args.turns)
+        procs += [proc for _, _, proc in callers]
         via_agent, _ = h.run_orchestrator([(s, urls[s]) for s, _ in SPECIALISTS], collector.endpoint,
                                           turns=args.turns, retry_turn=2)
         direct, _ = h.run_orchestrator([(s, urls[s]) for s in DIRECT], collector.endpoint, turns=args.turns,
                                        direct=True)
-        records = via_agent + direct
+        framework = framework_records(callers)
+        records = via_agent + direct + [r for recs in framework.values() for r in recs]
         spans = h.wait_for_hops(collector.spans_file, len(records))
         truth = h.read_truth(truth_file)
         problems = report(via_agent, spans, truth, "A2AAgent") + report(direct, spans, truth, "a2a-sdk client")
+        for label, recs in framework.items():
+            problems += report(recs, spans, truth, f"{label} (a2a-sdk client)")
+        expected_calls = {label: len(shapes) * args.turns for label, _, _, _, shapes in FRAMEWORK_CALLERS}
+        problems += [f"{label}: {len(framework.get(label, []))} turns recorded, expected {n}"
+                     for label, n in expected_calls.items() if len(framework.get(label, [])) != n]
         problems += check_duplicates(records, spans)
         problems += metrics(collector.metrics_port, records, truth)
         zb.show_links(zipkin, records, spans)  # one link per conversation, one to the flagged hops; waits for Enter

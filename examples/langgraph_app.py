@@ -96,14 +96,17 @@ async def converse(url: str, thread: str, turns: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--specialist", required=True, metavar="URL", help="specialist JSON-RPC URL")
+    parser.add_argument("--specialist", action="append", required=True, metavar="URL",
+                        help="specialist JSON-RPC URL; repeated: the i-th --thread talks to the i-th")
     parser.add_argument("--thread", action="append", default=[], help="LangGraph thread ids (one conversation each)")
     parser.add_argument("--turns", type=int, default=3)
     args = parser.parse_args()
 
     async def run_all() -> None:
-        for thread in args.thread or ["conv-lg"]:
-            await converse(args.specialist, thread, args.turns)
+        threads = args.thread or ["conv-lg"]
+        urls = args.specialist if len(args.specialist) > 1 else args.specialist * len(threads)
+        for url, thread in zip(urls, threads):
+            await converse(url, thread, args.turns)
 
     asyncio.run(run_all())
 

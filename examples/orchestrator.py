@@ -14,8 +14,8 @@ does when the response is lost (same A2A ``message_id``, so the same delegation 
 counts the second execution as a duplicate). Prints one JSON line per delegation on stdout:
 ``{"conversation", "turn", "attempt", "specialist", "message_id", "requested", "answered",
 "error", "trace_id"}`` (``requested``: the contextId sent, null on a first turn; ``answered``:
-the one the reply came in; ``error``: what the send raised, e.g. A2AAgent's "context_id ...
-differs").
+the one the reply came in, also when A2AAgent refused it: its "context_id ('X') ... differs" error
+names it; ``error``: what the send raised).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import re
 import sys
 import uuid
 from pathlib import Path
@@ -40,6 +41,8 @@ from opentelemetry import trace  # noqa: E402
 from offline_chat import OfflineChatClient  # noqa: E402
 
 _state: dict = {}
+# agent_framework_a2a.A2AAgent._validate_context: a reply in another context than the session's
+_DIFFERS = re.compile(r"context_id returned from the A2A agent \('([^']*)'\) differs")
 
 
 @tool
@@ -56,6 +59,7 @@ async def get_weather(city: str) -> str:
             reply, answered = await send(f"weather in {city}? (turn {_state['turn']})", message_id)
         except Exception as exc:  # noqa: BLE001 - recorded; the turn goes on
             error = f"{type(exc).__name__}: {exc}"
+            answered = m.group(1) if (m := _DIFFERS.search(str(exc))) else None
         _record(message_id, attempt, requested, answered, error)
     return reply
 

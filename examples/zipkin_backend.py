@@ -35,6 +35,8 @@ ZIPKIN_JAR = Path(os.environ.get(
     "ZIPKIN_JAR", h.ROOT / ".cache" / "zipkin" / f"zipkin-server-{ZIPKIN_VERSION}-exec.jar"))
 CONVERSATION_KEY = "gen_ai.conversation.id"
 FLAGGED_QUERY = "agent_identity.hop.mismatch=true"
+REASON_QUERY = "agent_identity.hop.result={}"
+REASONS = ("context_changed", "state_not_resumed")  # the flagged results
 DUPLICATES_QUERY = "agent_identity.delegation.duplicate=true"
 
 
@@ -73,9 +75,11 @@ class Zipkin:
         """The UI search of every trace that has a span with this ``gen_ai.conversation.id``."""
         return self._link({CONVERSATION_KEY: conversation_id}, end_ms, lookback)
 
-    def flagged_link(self, end_ms: Optional[int] = None, lookback: str = "1h") -> str:
-        """The UI search of every trace with a flagged hop (``agent_identity.hop.mismatch=true``)."""
-        return self._link({"annotationQuery": FLAGGED_QUERY}, end_ms, lookback)
+    def flagged_link(self, end_ms: Optional[int] = None, lookback: str = "1h", reason: Optional[str] = None) -> str:
+        """The UI search of every trace with a flagged hop (``agent_identity.hop.mismatch=true``), or
+        with one flagged for ``reason`` (``agent_identity.hop.result=<reason>``, one of ``REASONS``)."""
+        query = REASON_QUERY.format(reason) if reason else FLAGGED_QUERY
+        return self._link({"annotationQuery": query}, end_ms, lookback)
 
     def duplicates_link(self, end_ms: Optional[int] = None, lookback: str = "1h") -> str:
         """The UI search of every trace with a duplicate execution (``agent_identity.delegation.duplicate=true``)."""
@@ -129,11 +133,11 @@ def start_zipkin(workdir: Path, timeout: float = 90.0) -> Zipkin:
 
 
 def conversations_of(records: list[dict], spans: list[h.Span]) -> dict[str, str]:
-    """``{orchestrator conversation id: specialist name}`` of the orchestrator's delegation
-    ``records`` (``a2a_harness.run_orchestrator``): the ``gen_ai.conversation.id`` of the
-    orchestrator's own ``invoke_agent`` span in each record's trace (from the collector's spans)."""
-    roots = {s.trace_id: s.attributes.get(CONVERSATION_KEY) for s in spans
-             if s.service == "orchestrator" and s.name.startswith("invoke_agent") and not s.parent_id}
+    """``{caller conversation id: record's "conversation" label}`` of the callers' delegation
+    ``records`` (``a2a_harness.run_orchestrator``, the demo's other callers): the
+    ``gen_ai.conversation.id`` of the root span of each record's trace, the caller's own agent run
+    (from the collector's spans)."""
+    roots = {s.trace_id: s.attributes.get(CONVERSATION_KEY) for s in spans if not s.parent_id}
     out: dict[str, str] = {}
     for rec in records:
         if roots.get(rec["trace_id"]):
@@ -175,6 +179,8 @@ def show(zipkin: Zipkin, conversations: dict[str, str]) -> None:
     for conversation_id, label in conversations.items():
         print(f"  conversation {conversation_id} ({label}): {zipkin.conversation_link(conversation_id)}")
     print(f"  flagged hops: {zipkin.flagged_link()}")
+    for reason in REASONS:
+        print(f"    {reason}: {zipkin.flagged_link(reason=reason)}")
     print(f"  duplicate executions: {zipkin.duplicates_link()}")
     python = os.path.relpath(sys.executable) if sys.executable.startswith(os.getcwd()) else "python"
     print(f"  from the terminal: {python} -m otel_agent_identity.report --zipkin {zipkin.url} --since 1h")

@@ -279,6 +279,23 @@ class Run:
         finally:
             span.end()
 
+    def learn(self, conversation_id: Any) -> bool:
+        """Adopt the conversation id the framework resolved during the run when the run started
+        without one (Agno generates a session id inside its dispatch): spans started from then on,
+        the run's span and its post-run check use it, with source ``framework``. A bad value is
+        refused (see :meth:`ExtractorRegistry.problem`). Returns True when adopted."""
+        if self._pre is not None or not self.scope.learn(conversation_id):
+            return False
+        self._pre = Extracted(conversation_id, SOURCE_FRAMEWORK)
+        if self.span is not None:
+            self.span.set_attributes(conversation_attributes(self._pre, None))
+        return True
+
+    def hand_off(self) -> "HandOff":
+        """A view of this run for a call whose work goes on in a task it spawns (Agno
+        ``arun(background=True)``): see :class:`HandOff`."""
+        return HandOff(self)
+
     # -- return shapes -----------------------------------------------------------------------
     def call(self, wrapped, args, kwargs):
         """Call ``wrapped`` inside the run and wrap what it returns, keeping its type."""
@@ -344,6 +361,45 @@ class Run:
             self.exit(tokens)
         self.finish(result=result)
         return result
+
+
+class HandOff:
+    """A run whose call returns while its work goes on in a task the call spawns.
+
+    ``call``/``wrap_result`` keep every return shape and the run's scope as :meth:`Run.call` does;
+    until :meth:`task` takes the run over, the result's end (or error) ends the run as usual.
+    After it, only the task's coroutine ends the run, when it completes, fails or is cancelled:
+    a caller that stops reading a background stream does not end a run that is still working.
+    """
+
+    __slots__ = ("run", "handed", "__weakref__")
+
+    def __init__(self, run: Run) -> None:
+        self.run, self.handed = run, False
+
+    def enter(self) -> tuple:
+        return self.run.enter()
+
+    def exit(self, tokens: tuple) -> None:
+        self.run.exit(tokens)
+
+    def finish(self, result: Any = None, error: Optional[BaseException] = None) -> None:
+        if not self.handed:
+            self.run.finish(result=result, error=error)
+
+    def task(self, coro):
+        """Return ``coro`` (the body of the task about to be spawned) running in the run's scope;
+        the run ends when it ends."""
+        self.handed = True
+        return self.run.wrap_result(coro)
+
+    def __getattr__(self, name: str) -> Any:
+        # Run's shape methods (call, wrap_result, ...) bound to this view, so the enter/exit/finish
+        # above are the ones they use; anything else is the run's own attribute
+        attr = getattr(Run, name, None)
+        if inspect.isfunction(attr):
+            return attr.__get__(self, HandOff)
+        return getattr(self.run, name)
 
 
 def run_conversation_attributes(

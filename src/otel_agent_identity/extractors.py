@@ -166,7 +166,8 @@ class ExtractorRegistry:
     def _warn_once(self, agent: Any, source: str, kind: str, message: str) -> None:
         """One warning per agent type, extractor step and kind (``raised`` / ``bad value``): the
         set of keys stays bounded by the agent types, whatever the values are."""
-        key = (type(agent).__qualname__, source, kind)
+        cls = type(agent)  # module too: agno.agent.Agent and agents.Agent are both "Agent"
+        key = (f"{cls.__module__}.{cls.__qualname__}", source, kind)
         if key in self._warned:
             return
         self._warned.add(key)

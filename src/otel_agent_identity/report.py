@@ -4,11 +4,13 @@
 
 Reads the spans the collector's ``agentidentity`` processor marked (``zipkin`` exporter), with
 Zipkin's API v2 only (``GET /api/v2/traces``, standard library HTTP). A trace belongs to the
-conversation of its earliest span carrying ``gen_ai.conversation.id`` (the entry agent's; the ids
-an A2A hop asked for or a callee used are shown on the hop). Per conversation: its turns (traces),
-the services its traces went through, every hop the processor judged (``agent_identity.hop.result``,
-flagged when ``agent_identity.hop.mismatch`` is true) and the duplicate executions
-(``agent_identity.delegation.duplicate``). Names: docs/attributes.md.
+conversation of its earliest span carrying ``gen_ai.conversation.id`` (the entry agent's; the
+contextId an A2A hop asked to continue and the one the callee answered in are shown on the hop).
+Per conversation: its turns (traces), the services its traces went through, every hop the processor
+judged (``agent_identity.hop.result``: flagged when ``agent_identity.hop.mismatch`` is true, the
+result then being the reason, ``context_changed`` or ``state_not_resumed``) and the duplicate
+executions (``agent_identity.delegation.duplicate``). Names: docs/attributes.md; the hop model:
+collector/processor/agentidentityprocessor/README.md.
 
 Exit status: 0 when no conversation has a flagged hop or a duplicate execution, 1 when some have,
 2 when Zipkin could not be read.
@@ -34,8 +36,9 @@ from .attributes import DELEGATION_ID, GEN_AI_CONVERSATION_ID
 HOP_RESULT = "agent_identity.hop.result"
 HOP_MISMATCH = "agent_identity.hop.mismatch"
 HOP_CALLER_SERVICE = "agent_identity.hop.caller.service.name"
-HOP_CALLER_CONVERSATION = "agent_identity.hop.caller.conversation.id"
+HOP_REQUESTED = "agent_identity.hop.requested_id"
 HOP_CALLEE_CONVERSATION = "agent_identity.hop.callee.conversation.id"
+HOP_CALLEE_RESUMED = "agent_identity.hop.callee.resumed"
 DELEGATION_DUPLICATE = "agent_identity.delegation.duplicate"
 
 _DURATION = re.compile(r"^(\d+)(s|m|h|d)$")
@@ -45,7 +48,11 @@ _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 @dataclass
 class Hop:
     """One span the processor judged: ``callee`` is the span's service, ``caller`` the service the
-    processor recorded; ``asked``/``used`` the caller's and callee's conversation ids."""
+    processor recorded; ``result`` its verdict (the reason when ``flagged``); ``asked`` the contextId
+    the caller requested (``agent_identity.hop.requested_id``, None on a first turn), ``used`` the
+    one the callee answered in (``agent_identity.hop.callee.conversation.id``), ``resumed`` whether
+    the callee's serving run resumed prior state (``agent_identity.hop.callee.resumed``, None when
+    not recorded)."""
 
     trace_id: str
     span_id: str
@@ -56,7 +63,16 @@ class Hop:
     duplicate: bool
     asked: Optional[str]
     used: Optional[str]
+    resumed: Optional[bool]
     delegation_id: Optional[str]
+
+    def why(self) -> str:
+        """What the verdict means for this hop, in words (the table's flagged lines)."""
+        if self.result == "context_changed":
+            return f"asked to continue {self.asked}, the callee answered in {self.used}"
+        if self.result == "state_not_resumed":
+            return f"asked to continue {self.asked}, the callee answered in it without resuming its state"
+        return f"asked {self.asked}, the callee answered in {self.used}"
 
 
 @dataclass
@@ -143,7 +159,8 @@ def conversations(traces: list[list[dict]]) -> list[Conversation]:
                 trace_id=str(span.get("traceId", "")), span_id=str(span.get("id", "")),
                 caller=tags.get(HOP_CALLER_SERVICE), callee=_service(span), result=tags[HOP_RESULT],
                 flagged=tags.get(HOP_MISMATCH) == "true", duplicate=tags.get(DELEGATION_DUPLICATE) == "true",
-                asked=tags.get(HOP_CALLER_CONVERSATION), used=tags.get(HOP_CALLEE_CONVERSATION),
+                asked=tags.get(HOP_REQUESTED), used=tags.get(HOP_CALLEE_CONVERSATION),
+                resumed={"true": True, "false": False}.get(tags.get(HOP_CALLEE_RESUMED)),
                 delegation_id=_tags(parent).get(DELEGATION_ID) or tags.get(DELEGATION_ID)))
     for conv in by_id.values():
         conv.trace_ids.sort()
@@ -165,7 +182,7 @@ def table(convs: list[Conversation], zipkin: str, since: str) -> str:
         lines.append(f"\n{c.id}:")
         for hop in c.flagged:
             lines.append(f"  flagged   trace {hop.trace_id}  {hop.caller} -> {hop.callee}: {hop.result}"
-                         f" (asked {hop.asked}, callee used {hop.used})")
+                         f" ({hop.why()})")
         for hop in c.duplicates:
             lines.append(f"  duplicate trace {hop.trace_id}  {hop.caller} -> {hop.callee}: another execution"
                          f" of delegation {hop.delegation_id}")

@@ -1,6 +1,9 @@
 """The real stack of the backend tests, once per module: Zipkin, the collector binary (single-node
-config exporting to Zipkin, plus the sessions overlay), two specialists and the orchestrator
-under ``opentelemetry-instrument``, all on 127.0.0.1. Skipped, with the reason, when the collector,
+config exporting to Zipkin, plus the sessions overlay), three specialists of the demo's shapes (one
+that continues, one that answers in a new context, one that keeps the context and loses the state,
+each model writing the messages it saw: the ground truth) and the orchestrator (``A2AAgent``, three
+turns each, turn 2 to the continuing one re-sent) under ``opentelemetry-instrument``, all on
+127.0.0.1. Skipped, with the reason, when the collector,
 java or the Zipkin jar is missing."""
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import pytest
 
 import a2a_harness as h
 import zipkin_backend as zb
-from backend_support import COLLECTOR, CORRECT, FORGETFUL, SESSIONS_OVERLAY, Stack, collector_missing
+from backend_support import COLLECTOR, SESSIONS_OVERLAY, SPECIALISTS, Stack, collector_missing
 
 
 @pytest.fixture(scope="module")
@@ -27,15 +30,15 @@ def stack(tmp_path_factory):
     try:
         os.environ.update(zipkin.collector_env())
         collector = h.start_collector(COLLECTOR, work, overlays=(SESSIONS_OVERLAY,))
-        specialists = []
-        for name, forgetful in ((CORRECT, False), (FORGETFUL, True)):
-            proc, url = h.start_specialist(name, collector.endpoint, forgetful=forgetful)
+        specialists, truth = [], work / "truth.jsonl"
+        for shape in SPECIALISTS:
+            proc, url = h.start_specialist(shape, collector.endpoint, shape=shape, truth=truth)
             procs.append(proc)
-            specialists.append((name, url))
+            specialists.append((shape, url))
         records, _ = h.run_orchestrator(specialists, collector.endpoint, turns=3, retry_turn=2)
         spans = h.wait_for_hops(collector.spans_file, len(records))
         conversations = zb.conversations_of(records, spans)
-        stack = Stack(zipkin, records, conversations, spans)
+        stack = Stack(zipkin, records, h.read_truth(truth), conversations, spans)
         for conversation_id, name in conversations.items():
             zipkin.wait_for_traces(conversation_id, len(stack.traces_of(name)))
         yield stack

@@ -45,6 +45,33 @@ def test_a_trace_belongs_to_its_earliest_conversation_id():
     assert [c.id for c in report.conversations([trace])] == ["entry"]
 
 
+def test_hops_read_requested_answered_and_resumed_and_the_table_gives_the_reason():
+    def hop(span_id, result, **tags):
+        tags = {"agent_identity.hop.result": result, "agent_identity.hop.caller.service.name": "orchestrator",
+                "agent_identity.hop.caller.conversation.id": "caller-own", **tags}
+        return {"traceId": "a" * 32, "id": span_id, "parentId": "1", "timestamp": int(span_id) * 10, "tags": tags,
+                "localEndpoint": {"serviceName": "specialist"}}
+
+    trace = [{"traceId": "a" * 32, "id": "1", "timestamp": 1, "tags": {"gen_ai.conversation.id": "c1"}},
+             hop("2", "first_turn", **{"agent_identity.hop.mismatch": "false",
+                                       "agent_identity.hop.callee.conversation.id": "ctx-1"}),
+             hop("3", "state_not_resumed", **{"agent_identity.hop.mismatch": "true",
+                                              "agent_identity.hop.requested_id": "ctx-1",
+                                              "agent_identity.hop.callee.conversation.id": "ctx-1",
+                                              "agent_identity.hop.callee.resumed": "false"}),
+             hop("4", "context_changed", **{"agent_identity.hop.mismatch": "true",
+                                            "agent_identity.hop.requested_id": "ctx-1",
+                                            "agent_identity.hop.callee.conversation.id": "ctx-2"})]
+    (conv,) = report.conversations([trace])
+    assert [(h.result, h.flagged, h.asked, h.used, h.resumed) for h in conv.hops] == [
+        ("first_turn", False, None, "ctx-1", None), ("state_not_resumed", True, "ctx-1", "ctx-1", False),
+        ("context_changed", True, "ctx-1", "ctx-2", None)]
+    lines = report.table([conv], "http://zipkin", "1h").splitlines()
+    assert [line.split(": ", 1)[1] for line in lines if line.lstrip().startswith("flagged")] == [
+        "state_not_resumed (asked to continue ctx-1, the callee answered in it without resuming its state)",
+        "context_changed (asked to continue ctx-1, the callee answered in ctx-2)"]
+
+
 @pytest.fixture
 def server():
     """A real HTTP server on 127.0.0.1 that answers every GET with ``server.body``."""

@@ -100,7 +100,8 @@ class Collector(Process):
 def start_collector(config: str, workdir: Path, name: str = "collector", ports: Optional[dict] = None,
                     extra_configs: tuple[str, ...] = (), **env: str) -> Collector:
     """Start the collector with ``collector-config/<config>`` (then each of ``extra_configs``, merged
-    over it) on free loopback ports, or on ``ports`` (a restart: ``restart_collector``)."""
+    over it) on free loopback ports, or on ``ports`` (a restart: ``restart_collector``);
+    ``env`` overrides its environment (e.g. ``GROUPBYTRACE_WAIT``, default 1s)."""
     workdir.mkdir(parents=True, exist_ok=True)
     ports = ports or {"otlp_http": free_port(), "otlp_grpc": free_port(), "metrics_port": free_port(),
                       "health_port": free_port()}

@@ -6,15 +6,18 @@ Plain OpenTelemetry SDK + OTLP/HTTP, spans shaped like the instrumentation's:
 - ``caller`` (service A): an ``invoke_agent`` INTERNAL span with its own
   conversation, and below it the A2A send: a CLIENT ``invoke_agent`` span
   carrying ``gen_ai.conversation.id`` and ``agent_identity.conversation.requested_id`` = the
-  contextId it sends (none on a first turn) and an ``agent_identity.delegation.id``. For each attempt it starts the ``callee``
+  contextId it sends (none on a first turn) and an ``agent_identity.delegation.id``. It starts the ``callee``
   as a second process and hands it the W3C traceparent in ``TRACEPARENT``.
-- ``callee`` (service B): a SERVER span (child of the client span) and below it
-  its agent's ``invoke_agent`` span with the conversation it actually used,
-  and a chat span without a conversation id (a backfill target).
+- ``callee`` (service B): per attempt (``--attempts``: one server process executing a re-sent
+  delegation again, as a specialist does when a client retries), a SERVER span (child of the client
+  span) and below it its agent's ``invoke_agent`` span (a new execution id) with the conversation it
+  actually used, and a chat span without a conversation id (a backfill target).
 
 ``--lose-traceparent`` withholds the traceparent: the callee's spans form a trace of their own.
-Spans are exported as they end, so the callee's arrive first; ``--linger`` delays the caller's
-past groupbytrace's wait to produce a fragmented trace. The caller prints the trace id (hex).
+Spans are exported as they end, so the callee's arrive first and the caller's as soon as the callee
+process has exited (no process start lies between a trace's first and last span, so a trace stays
+whole within groupbytrace's wait even on a loaded machine); ``--linger`` delays the caller's past
+that wait to produce a fragmented trace. The caller prints the trace id (hex).
 """
 
 from __future__ import annotations
@@ -61,14 +64,13 @@ def caller(args: argparse.Namespace) -> None:
             attrs[CONV] = attrs[REQUESTED] = args.context_id
         with tracer.start_as_current_span(f"invoke_agent {args.callee_service}",
                                           kind=trace.SpanKind.CLIENT, attributes=attrs):
-            for _ in range(args.attempts):
-                carrier: dict[str, str] = {}
-                inject(carrier)
-                # --lose-traceparent: the callee gets no trace context and starts a new trace
-                env = dict(os.environ, TRACEPARENT="" if args.lose_traceparent else carrier["traceparent"])
-                cmd = [sys.executable, __file__, "callee", "--service", args.callee_service,
-                       "--endpoint", args.endpoint, "--conversation", args.callee_conversation]
-                subprocess.run(cmd, env=env, check=True)
+            carrier: dict[str, str] = {}
+            inject(carrier)
+            # --lose-traceparent: the callee gets no trace context and starts a new trace
+            env = dict(os.environ, TRACEPARENT="" if args.lose_traceparent else carrier["traceparent"])
+            cmd = [sys.executable, __file__, "callee", "--service", args.callee_service, "--endpoint",
+                   args.endpoint, "--conversation", args.callee_conversation, "--attempts", str(args.attempts)]
+            subprocess.run(cmd, env=env, check=True)
             time.sleep(args.linger)  # caller spans end (and are sent) this much later
         trace_id = root.get_span_context().trace_id
     provider.shutdown()
@@ -78,14 +80,15 @@ def caller(args: argparse.Namespace) -> None:
 def callee(args: argparse.Namespace) -> None:
     provider, tracer = _tracer(args.service, args.endpoint)
     ctx = extract({"traceparent": os.environ["TRACEPARENT"]} if os.environ.get("TRACEPARENT") else {})
-    with tracer.start_as_current_span("POST /", context=ctx, kind=trace.SpanKind.SERVER):
-        attrs = {OP: "invoke_agent", AGENT: args.service, EXECUTION: uuid.uuid4().hex}
-        if args.conversation:
-            attrs[CONV] = args.conversation
-        with tracer.start_as_current_span(f"invoke_agent {args.service}", attributes=attrs):
-            with tracer.start_as_current_span("chat model", kind=trace.SpanKind.CLIENT,
-                                              attributes={OP: "chat"}):
-                pass
+    for _ in range(args.attempts):  # each request executed anew: its own execution id
+        with tracer.start_as_current_span("POST /", context=ctx, kind=trace.SpanKind.SERVER):
+            attrs = {OP: "invoke_agent", AGENT: args.service, EXECUTION: uuid.uuid4().hex}
+            if args.conversation:
+                attrs[CONV] = args.conversation
+            with tracer.start_as_current_span(f"invoke_agent {args.service}", attributes=attrs):
+                with tracer.start_as_current_span("chat model", kind=trace.SpanKind.CLIENT,
+                                                  attributes={OP: "chat"}):
+                    pass
     provider.shutdown()
 
 
@@ -98,7 +101,8 @@ def main() -> None:
     parser.add_argument("--context-id", default="", help="caller: contextId sent to the callee")
     parser.add_argument("--callee-service", default="specialist")
     parser.add_argument("--callee-conversation", default="", help="conversation the callee uses")
-    parser.add_argument("--attempts", type=int, default=1, help="caller: sends of one delegation")
+    parser.add_argument("--attempts", type=int, default=1,
+                        help="sends of one delegation (the callee executes each)")
     parser.add_argument("--linger", type=float, default=0.0,
                         help="caller: seconds to wait after the callee before ending its spans")
     parser.add_argument("--lose-traceparent", type=int, default=0,

@@ -18,12 +18,16 @@ pytestmark = [
 ]
 
 SERVER = 2  # OTLP span kind
+# groupbytrace's wait: a trace's spans all arrive well within it even on a loaded machine (a trace's
+# last span follows its first by a process exit and two exports); "fragmented" lingers past it
+WAIT_S = 3
 
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     """One collector; traces: correct, forgetful, retried delegation, first turn, fragmented."""
-    collector = cs.start_collector("single-node.yaml", tmp_path_factory.mktemp("single-node"))
+    collector = cs.start_collector("single-node.yaml", tmp_path_factory.mktemp("single-node"),
+                                   GROUPBYTRACE_WAIT=f"{WAIT_S}s")
     try:
         send = lambda **kw: cs.send_trace(collector.endpoint, service="orchestrator", **kw)  # noqa: E731
         traces = {
@@ -35,9 +39,9 @@ def run(tmp_path_factory):
                             callee_conversation="conv-c", attempts=2),
             "first_turn": send(conversation="conv-d", context_id="", callee_service="specialist",
                                callee_conversation="conv-assigned"),
-            # the caller's spans arrive after GROUPBYTRACE_WAIT (1s): two fragments
+            # the caller's spans arrive WAIT_S after groupbytrace released the callee's: two fragments
             "fragmented": send(conversation="conv-e", context_id="conv-e", callee_service="late",
-                               callee_conversation="conv-new-e", linger=2.5),
+                               callee_conversation="conv-new-e", linger=2 * WAIT_S),
         }
         # every span: caller 2, callee 3 per attempt (2 attempts in "retried")
         expected = 2 * len(traces) + 3 * (len(traces) + 1)

@@ -4,6 +4,7 @@ requirement strings of the versions it knows), ``instrument(handler)`` and ``uni
 #: adapter name -> module, in instrumentation order
 ADAPTERS = {
     "agent_framework": "otel_agent_identity.adapters.agent_framework",
+    "agno": "otel_agent_identity.adapters.agno",
     "langgraph": "otel_agent_identity.adapters.langgraph",
     "a2a": "otel_agent_identity.adapters.a2a_sdk",
     "mcp": "otel_agent_identity.adapters.mcp",

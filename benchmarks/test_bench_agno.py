@@ -1,0 +1,109 @@
+"""Cost of the Agno adapter (see docs/benchmarks.md).
+
+One offline Agno turn: ``Agent.run`` with an explicit ``session_id``, no db, the offline model of
+``tests/agno`` calling a tool that starts 0 or 20 SDK spans, then answering. Measured bare and with
+ours. Added cost per run = ours_0 - bare_0; per child span = (ours_20 - bare_20 - (ours_0 -
+bare_0)) / 20. Both are given in bare SDK spans (one span started and ended on a provider without
+our processor), measured in the same rounds, as CPU time of the measuring thread.
+
+``test_agno_interleaved`` alternates the variants round by round (instrumenting and uninstrumenting
+between them), so machine load drifts hit all of them alike; it prints the ratios and puts them in
+the benchmark's ``extra_info``. The ``agno-per-run`` group is the plain pytest-benchmark view.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+os.environ["AGNO_TELEMETRY"] = "false"  # before agno is imported: no call home
+sys.path.append(str(Path(__file__).resolve().parent.parent / "tests" / "agno"))  # after benchmarks/: its conftest
+
+import pytest  # noqa: E402
+from agno.agent import Agent  # noqa: E402
+from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
+
+from conftest import PROVIDER  # noqa: E402
+from offline_model import OfflineModel  # noqa: E402
+from otel_agent_identity import AgentIdentityInstrumentor  # noqa: E402
+
+CHILDREN = 20
+_tracer = PROVIDER.get_tracer("bench")
+_bare_tracer = TracerProvider().get_tracer("bench")
+
+
+def _turn(children: int):
+    def get_weather(city: str) -> str:
+        """Return the weather for a city."""
+        for _ in range(children):
+            _tracer.start_span("child").end()
+        return "sunny"
+
+    model = OfflineModel()
+    agent = Agent(name="bench", model=model, tools=[get_weather], telemetry=False)
+
+    def run():
+        agent.run("weather in Paris", session_id="conv_1")
+        model.calls.clear()
+
+    return run
+
+
+@pytest.mark.benchmark(group="agno-per-run")
+@pytest.mark.parametrize("children", [0, CHILDREN])
+@pytest.mark.parametrize("mode", ["1-bare", "2-agent-identity"])
+def test_agno_run(benchmark, mode, children):
+    inst = AgentIdentityInstrumentor()
+    if mode.startswith("2"):
+        inst.instrument(tracer_provider=PROVIDER)
+    try:
+        benchmark(_turn(children))
+    finally:
+        inst.uninstrument()
+
+
+def _per_call(fn, n: int) -> float:
+    """µs of this thread's CPU per call (the sync turn runs in this thread): time the machine's
+    other processes take is not counted."""
+    start = time.thread_time()
+    for _ in range(n):
+        fn()
+    return (time.thread_time() - start) / n * 1e6
+
+
+def measure(rounds: int = 30, runs: int = 40, spans: int = 2000) -> dict[str, float]:
+    """Median µs per call of each variant over ``rounds`` interleaved rounds, and the ratios."""
+    turns = {c: _turn(c) for c in (0, CHILDREN)}
+    samples: dict[str, list[float]] = {}
+    inst = AgentIdentityInstrumentor()
+    for _ in range(rounds):
+        samples.setdefault("sdk_span", []).append(_per_call(lambda: _bare_tracer.start_span("s").end(), spans))
+        for mode in ("bare", "ours"):
+            if mode == "ours":
+                inst.instrument(tracer_provider=PROVIDER)
+            try:
+                for children, fn in turns.items():
+                    fn()  # warm
+                    samples.setdefault(f"{mode}_{children}", []).append(_per_call(fn, runs))
+            finally:
+                inst.uninstrument()
+    med = {k: statistics.median(v) for k, v in samples.items()}
+    per_run = med["ours_0"] - med["bare_0"]
+    per_child = (med[f"ours_{CHILDREN}"] - med[f"bare_{CHILDREN}"] - per_run) / CHILDREN
+    med.update(per_run_us=per_run, per_child_us=per_child, per_run_in_sdk_spans=per_run / med["sdk_span"],
+               per_child_in_sdk_spans=per_child / med["sdk_span"])
+    return med
+
+
+@pytest.mark.benchmark(group="agno-interleaved")
+def test_agno_interleaved(benchmark):
+    result = benchmark.pedantic(measure, rounds=1, iterations=1)
+    benchmark.extra_info.update({k: round(v, 3) for k, v in result.items()})
+    print("\nagno interleaved medians (µs) and ratios:", ", ".join(f"{k}={v:.3f}" for k, v in result.items()))
+
+
+if __name__ == "__main__":  # python benchmarks/test_bench_agno.py
+    print({k: round(v, 3) for k, v in measure().items()})

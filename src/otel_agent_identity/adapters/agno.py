@@ -1,0 +1,230 @@
+"""Agno (``agno`` 3.1+): ``session_id`` is the conversation, ``run_id`` the execution.
+
+Wraps ``run``, ``arun``, ``continue_run`` and ``acontinue_run`` of ``agno.agent.Agent`` and
+``agno.team.Team``, and ``run``/``arun``/``continue_run``/``acontinue_run`` of
+``agno.workflow.Workflow``. Agno emits no OTel spans, so each run gets one INTERNAL span:
+``invoke_agent {name}`` for an Agent or a Team, ``invoke_workflow {name}`` for a Workflow. Every
+return shape (output object, coroutine, generator, async generator) keeps its type; each step of
+a stream runs in the run's scope, and an abandoned or closed stream ends the span.
+
+Conversation id (``gen_ai.conversation.id``): the session id the run really uses, in Agno's own
+order: the ``session_id`` argument, else ``agent.session_id``, else the uuid4 Agno generates in its
+dispatch (``agno.agent._session.initialize_session``, ``agno.team._init._initialize_session``,
+``Workflow._initialize_session``; adopted the moment Agno makes it, before any model or tool call,
+so turn 1 carries it too). A continued run uses ``run_response.session_id`` when no argument says
+otherwise. After a non-streamed run the ``RunOutput.session_id`` is checked.
+
+Execution id (``agent_identity.execution.id``): the run's ``run_id``, as on ``RunOutput.run_id`` and
+every event. When the caller passes none, this module passes Agno the uuid4 Agno would otherwise
+make itself (``run_id = run_id or str(uuid4())``), so the id is known from the run's first span on.
+A continued run keeps ``run_response.run_id`` (or its ``run_id`` argument); a forked or
+regenerated one gets a new id from Agno that is not known at the start, so it gets our own.
+
+Team members and workflow steps are runs nested in the leader's or the workflow's run: they get
+their own span with Agno's shared ``session_id`` and ``agent_identity.parent.execution.id`` = the
+enclosing run's ``run_id`` (Agno's ``parent_run_id``).
+
+``arun(background=True)`` of an Agent or Team returns a pending ``RunOutput`` (or an SSE stream)
+while the run goes on in a task Agno spawns (``agno.run.background._spawn_background``): the span
+ends when that task does, not when the call returns. ``Workflow.arun(background=True)`` is not
+covered (Agno makes that run's id and task inside ``Workflow._arun_background``): it runs bare.
+Memory and learning work Agno submits to its own ``background_executor`` thread pool runs without
+the run's context (Agno does not copy it), so spans there carry no ids.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import importlib
+import inspect
+import weakref
+from typing import Any, Optional
+from uuid import uuid4
+
+from opentelemetry.instrumentation.utils import unwrap
+from opentelemetry.trace import SpanKind
+from wrapt import wrap_function_wrapper
+
+from otel_agent_identity import attributes as attrs
+from otel_agent_identity._runs import RunHandler, SpanSpec
+from otel_agent_identity.scope import current_scope
+
+NAME = "agno"
+REQUIREMENTS = ("agno >= 3.1, < 4",)
+PROVIDER = "agno"
+
+_RUN_METHODS = ("run", "arun", "continue_run", "acontinue_run")
+_TARGETS = [
+    ("agno.agent.agent", "Agent", "agent"),
+    ("agno.team.team", "Team", "agent"),
+    ("agno.workflow.workflow", "Workflow", "workflow"),
+]
+#: where Agno resolves a run's session id (generating one when neither argument nor instance has it)
+_SESSION_RESOLVERS = [
+    ("agno.agent._run", None, "initialize_session"),
+    ("agno.team._init", None, "_initialize_session"),
+    ("agno.workflow.workflow", "Workflow", "_initialize_session"),
+]
+_SPAWN = ("agno.run.background", "_spawn_background")
+
+_wrapped: list[tuple[Any, str]] = []
+#: (instance, run) whose dispatch is running now: its session resolver's result is the run's id
+_RESOLVING: contextvars.ContextVar[Optional[tuple]] = contextvars.ContextVar("otel_agent_identity_agno", default=None)
+#: background runs waiting for the task Agno spawns for them, by id() of their scope
+_HANDOFFS: "weakref.WeakValueDictionary[int, Any]" = weakref.WeakValueDictionary()
+
+
+def session_rule(agent: Any, session: Any, call: Any) -> Optional[str]:
+    """Framework rule: the session id (str) Agno runs with.
+
+    ``session`` is the session id the caller gave (the ``session_id`` argument, or the continued
+    ``run_response.session_id``); else, before the run, ``agent.session_id``; after a non-streamed
+    run, ``RunOutput.session_id``. None when Agno is still to generate it (learned later).
+    """
+    if isinstance(session, str) and session:
+        return session
+    if call.phase == "after":
+        sid = getattr(call.result, "session_id", None)
+        return sid if isinstance(sid, str) and sid else None
+    sid = getattr(agent, "session_id", None)
+    return sid if isinstance(sid, str) and sid else None
+
+
+class _Signature:
+    """Where ``run_id``, ``session_id``, ``run_response`` and ``background`` sit in one method's
+    parameters (Workflow takes them positionally too)."""
+
+    __slots__ = ("index",)
+
+    def __init__(self, fn: Any) -> None:
+        params = list(inspect.signature(fn).parameters.values())[1:]  # without self
+        positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        self.index = {p.name: i for i, p in enumerate(params) if p.kind in positional}
+
+    def get(self, args: tuple, kwargs: dict, name: str) -> Any:
+        if name in kwargs:
+            return kwargs[name]
+        i = self.index.get(name)
+        return args[i] if i is not None and i < len(args) else None
+
+    def with_run_id(self, args: tuple, kwargs: dict, run_id: str) -> tuple[tuple, dict]:
+        i = self.index.get("run_id")
+        if i is not None and i < len(args):
+            return args[:i] + (run_id,) + args[i + 1:], kwargs
+        return args, {**kwargs, "run_id": run_id}
+
+
+def _span_spec(instance: Any, kind: str) -> SpanSpec:
+    name = getattr(instance, "name", None) or getattr(instance, "id", None) or type(instance).__name__
+    if kind == "workflow":
+        operation = attrs.INVOKE_WORKFLOW
+        span_attrs = {attrs.GEN_AI_OPERATION_NAME: operation, attrs.GEN_AI_WORKFLOW_NAME: str(name)}
+    else:
+        operation = attrs.INVOKE_AGENT
+        span_attrs = {attrs.GEN_AI_OPERATION_NAME: operation, attrs.GEN_AI_AGENT_NAME: str(name)}
+        agent_id = getattr(instance, "id", None)
+        if isinstance(agent_id, str) and agent_id:
+            span_attrs[attrs.GEN_AI_AGENT_ID] = agent_id
+    span_attrs[attrs.GEN_AI_PROVIDER_NAME] = PROVIDER
+    return SpanSpec(f"{operation} {name}", SpanKind.INTERNAL, span_attrs)
+
+
+def _ids(method: str, sig: _Signature, instance: Any, args: tuple, kwargs: dict):
+    """(args, kwargs, run_id, session_id) for the call: the ids known before Agno's dispatch."""
+    session_id = sig.get(args, kwargs, "session_id")
+    run_id = sig.get(args, kwargs, "run_id")
+    if method.endswith("continue_run"):
+        previous = sig.get(args, kwargs, "run_response")
+        if session_id is None:
+            session_id = getattr(previous, "session_id", None)
+        if sig.get(args, kwargs, "fork") or sig.get(args, kwargs, "regenerate"):
+            return args, kwargs, None, session_id  # Agno gives the fork a new run id inside
+        return args, kwargs, getattr(previous, "run_id", None) or run_id, session_id
+    if not run_id:
+        run_id = str(uuid4())  # what Agno does itself when none is given
+        args, kwargs = sig.with_run_id(args, kwargs, run_id)
+    return args, kwargs, run_id, session_id
+
+
+def _run_wrapper(handler: RunHandler, kind: str, method: str, sig: _Signature):
+    def wrapper(wrapped, instance, args, kwargs):
+        if kind == "workflow" and method == "arun" and sig.get(args, kwargs, "background"):
+            return wrapped(*args, **kwargs)  # not covered: Agno makes its run id and task inside
+        try:
+            call_args, call_kwargs, run_id, session_id = _ids(method, sig, instance, args, kwargs)
+            run = handler.start(
+                framework=NAME, agent=instance, session=session_id, args=args, kwargs=kwargs,
+                rule=session_rule, span=_span_spec(instance, kind),
+                run_id=run_id if isinstance(run_id, str) else None,
+            )
+            runner = run
+            if run is not None and method == "arun" and kind == "agent" and sig.get(args, kwargs, "background"):
+                runner = run.hand_off()
+                _HANDOFFS[id(run.scope)] = runner
+        except Exception:  # noqa: BLE001 - never break the application
+            run = None
+        if run is None:
+            return wrapped(*args, **kwargs)
+        token = _RESOLVING.set((instance, run))  # the dispatch before the first await is synchronous
+        try:
+            return runner.call(wrapped, call_args, call_kwargs)
+        finally:
+            _RESOLVING.reset(token)
+
+    return wrapper
+
+
+def _resolver_wrapper(wrapped, instance, args, kwargs):
+    """Around Agno's session resolution, ``(owner, session_id=None, user_id=None) -> (session_id,
+    user_id)``: a run that started without a session id adopts the one Agno resolved."""
+    result = wrapped(*args, **kwargs)
+    try:
+        resolving = _RESOLVING.get()
+        if resolving is not None:
+            owner = instance if instance is not None else (args[0] if args else None)
+            if owner is resolving[0]:
+                resolving[1].learn(result[0])
+    except Exception:  # noqa: BLE001
+        pass
+    return result
+
+
+def _spawn_wrapper(wrapped, instance, args, kwargs):
+    """Around ``_spawn_background(coro)``: the background run's span follows the spawned task."""
+    try:
+        scope = current_scope()
+        handoff = _HANDOFFS.pop(id(scope), None) if scope is not None else None
+        if handoff is not None and args and inspect.iscoroutine(args[0]):
+            args = (handoff.task(args[0]),) + tuple(args[1:])
+    except Exception:  # noqa: BLE001
+        pass
+    return wrapped(*args, **kwargs)
+
+
+def instrument(handler: RunHandler) -> None:
+    """Wrap the run methods of Agent, Team and Workflow, Agno's session resolvers and its
+    background spawner. Raises ImportError/AttributeError when this Agno has none of them (the
+    instrumentor then skips the adapter with a warning)."""
+    for module_name, cls_name, kind in _TARGETS:
+        cls = getattr(importlib.import_module(module_name), cls_name)
+        for method in _RUN_METHODS:
+            fn = getattr(cls, method, None)
+            if fn is None:
+                continue
+            wrap_function_wrapper(cls, method, _run_wrapper(handler, kind, method, _Signature(fn)))
+            _wrapped.append((cls, method))
+    for module_name, cls_name, name in _SESSION_RESOLVERS:
+        owner = importlib.import_module(module_name)
+        owner = getattr(owner, cls_name) if cls_name else owner
+        wrap_function_wrapper(owner, name, _resolver_wrapper)
+        _wrapped.append((owner, name))
+    module = importlib.import_module(_SPAWN[0])
+    wrap_function_wrapper(module, _SPAWN[1], _spawn_wrapper)
+    _wrapped.append((module, _SPAWN[1]))
+
+
+def uninstrument() -> None:
+    """Restore every wrapped method and function."""
+    while _wrapped:
+        owner, name = _wrapped.pop()
+        unwrap(owner, name)

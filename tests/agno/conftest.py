@@ -1,0 +1,26 @@
+"""Agno tests: real agno, the offline model, telemetry off, and no connection leaving the process."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+os.environ["AGNO_TELEMETRY"] = "false"  # Agno posts session_id/run_id to its vendor by default
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import pytest  # noqa: E402
+
+pytest.importorskip("agno")
+
+from net_guard import NetGuard  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def no_network(monkeypatch):
+    """Every Agno test: a name lookup or connect to anything but loopback is refused and recorded."""
+    guard = NetGuard()
+    guard.install(monkeypatch)
+    yield guard
+    if not guard.expect_attempts:
+        assert guard.attempts == [], f"network calls left the process: {guard.attempts}"
