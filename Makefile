@@ -51,7 +51,13 @@ screenshots: venv collector zipkin system-deps
 	AGENT_IDENTITY_COLLECTOR=$(abspath $(COLLECTOR_BIN)) AGENT_IDENTITY_SCREENSHOTS=$(abspath docs) \
 	  $(PY) -m pytest tests/backend -q -k browser
 
+# Per-run and per-span cost: instructions (callgrind, load-independent) and thread CPU time, every
+# variant interleaved in one process, as ratios to a bare SDK span (see docs/benchmarks.md).
 bench: venv collector
+	@command -v valgrind >/dev/null || \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq valgrind >/dev/null; }
+	$(PY) benchmarks/instructions.py
+	$(PY) benchmarks/instructions.py --wall --rounds 15
 	$(PY) -m pytest benchmarks --benchmark-only --benchmark-columns=min,median,mean,ops --benchmark-sort=name
 	cd collector/processor/agentidentityprocessor && go test -run '^$$' -bench . -benchmem
 

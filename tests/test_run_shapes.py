@@ -273,3 +273,39 @@ async def test_on_end_reads_the_awaited_result_and_its_failure_does_not_break_th
                         span=SpanSpec("invoke_agent t", on_end=on_end))
     assert await run.call(work, (), {}) == {"answer": 42}  # the application's result, untouched
     assert _agent_span(exporter).end_time is not None
+
+
+async def test_async_def_runs_in_scope_and_bad_arguments_end_the_run(handler, exporter):
+    """A plain ``async def`` is called without attaching the scope (binding its arguments runs none
+    of its code): its body still runs in the run's scope; a call that cannot bind ends the run."""
+    async def body(x):
+        return x, _seen(), trace.get_current_span().is_recording()
+
+    run, coro = _run(handler, body, 1)
+    assert inspect.iscoroutine(coro) and _seen() is None
+    assert await coro == (1, run.scope.execution_id, True)
+    with pytest.raises(TypeError):
+        _run(handler, body, 1, 2)
+    failed = [s for s in exporter.get_finished_spans() if s.name == "invoke_agent t"][-1]
+    assert failed.status.status_code == trace.StatusCode.ERROR and failed.attributes["error.type"] == "TypeError"
+
+
+def test_wrapped_async_def_keeps_the_scope_for_its_wrappers_sync_part(handler, exporter):
+    """Another instrumentation's wrapt wrapper around an ``async def`` may run code when called:
+    it is not taken for a plain ``async def``, so that code runs in the run's scope."""
+    import wrapt
+
+    seen = []
+
+    @wrapt.decorator
+    def other(wrapped, instance, args, kwargs):
+        seen.append(_seen())
+        return wrapped(*args, **kwargs)
+
+    @other
+    async def body():
+        return _seen()
+
+    run, coro = _run(handler, body)
+    assert seen == [run.scope.execution_id]
+    assert asyncio.run(coro) == run.scope.execution_id

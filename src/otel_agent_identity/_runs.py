@@ -11,6 +11,7 @@ import asyncio
 import inspect
 import logging
 import weakref
+from types import FunctionType
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
@@ -25,7 +26,7 @@ from otel_agent_identity import continuity, metrics
 from otel_agent_identity.boundary import check_served
 from otel_agent_identity.extractors import SOURCE_FRAMEWORK, SOURCE_SERVICE, Extracted, Extractor, ExtractorRegistry, RunCall
 from otel_agent_identity.scope import IdentityScope, attach, current_scope, detach, new_execution_id
-from otel_agent_identity.span_processor import IdentitySpanProcessor
+from otel_agent_identity.span_processor import IdentitySpanProcessor, set_trusted
 
 _logger = logging.getLogger(__name__)
 #: how a run can stop that is not its failure: cancellation, a consumer closing a stream early
@@ -206,7 +207,7 @@ class Run:
         if self.scope.parent_conversation_id:
             first[attrs.PARENT_CONVERSATION_ID] = self.scope.parent_conversation_id
         if first:
-            span.set_attributes(first)
+            set_trusted(span, first)
 
     def _claim(self, span) -> None:
         """The framework's own invoke_agent span started in this run: enrich it, finish it as it ends."""
@@ -214,15 +215,16 @@ class Run:
         self._h.processor.watch(span, self._finish_span)
 
     def _finish_span(self, span, result: Any = None) -> None:
+        c = self._call
         post = self._h.registry.extract(
             self._agent, self._session,
-            self._call._replace(phase="after", result=result), self._rule, self._agent_step,
+            RunCall(c.framework, c.args, c.kwargs, "after", result, c.outer), self._rule, self._agent_step,
         )
         out = run_conversation_attributes(self._pre, post, self.scope.conversation_id)
         current = span.attributes or {}
         changed = {k: v for k, v in out.items() if current.get(k) != v}
         if changed:
-            span.set_attributes(changed)
+            set_trusted(span, changed)
         effective = out.get(attrs.GEN_AI_CONVERSATION_ID)
         if changed.get(attrs.CONVERSATION_CHANGED):  # newly marked: counted once per span
             metrics.count(metrics.CONVERSATION_CHANGES, agent=self._agent_name(), framework=self._call.framework,
@@ -299,6 +301,15 @@ class Run:
     # -- return shapes -----------------------------------------------------------------------
     def call(self, wrapped, args, kwargs):
         """Call ``wrapped`` inside the run and wrap what it returns, keeping its type."""
+        if _is_async_def(wrapped):
+            # calling an ``async def`` only binds its arguments: none of the run's code runs
+            # before the coroutine is awaited (inside the scope), so no scope to attach here
+            try:
+                coro = wrapped(*args, **kwargs)
+            except BaseException as exc:
+                self.finish(error=exc)
+                raise
+            return self._await(coro)
         tokens = self.enter()
         try:
             result = wrapped(*args, **kwargs)
@@ -402,6 +413,25 @@ class HandOff:
         return getattr(self.run, name)
 
 
+_ASYNC_DEF: dict[Any, bool] = {}  # function -> is a plain ``async def``: bounded by the wrapped methods
+
+
+def _is_async_def(fn: Any) -> bool:
+    """``fn`` (a function or a method bound to one) is a plain ``async def``: calling it runs no code."""
+    key = getattr(fn, "__func__", fn)
+    try:
+        return _ASYNC_DEF[key]
+    except KeyError:
+        pass
+    except TypeError:  # not hashable
+        return False
+    # exactly a function object: a proxy (another instrumentation's wrapt wrapper) may run code
+    found = type(key) is FunctionType and bool(key.__code__.co_flags & inspect.CO_COROUTINE)
+    if len(_ASYNC_DEF) < 1024:
+        _ASYNC_DEF[key] = found
+    return found
+
+
 def run_conversation_attributes(
     pre: Optional[Extracted], post: Optional[Extracted], run_id: Optional[str]
 ) -> dict[str, Any]:
@@ -419,7 +449,12 @@ def run_conversation_attributes(
     cid = run_id or (post.conversation_id if post else None)
     if cid is None:
         return {}
-    source = next((e.source for e in (post, pre) if e and e.conversation_id == cid), SOURCE_SERVICE)
+    if post is not None and post.conversation_id == cid:
+        source = post.source
+    elif pre is not None and pre.conversation_id == cid:
+        source = pre.source
+    else:
+        source = SOURCE_SERVICE
     return {attrs.GEN_AI_CONVERSATION_ID: cid, attrs.CONVERSATION_SOURCE: source}
 
 

@@ -179,6 +179,7 @@ def record_upstream(span: Any, baggage: Mapping[str, Any], local_conversation_id
 
 
 _INBOUND = otel_context.create_key("otel_agent_identity.inbound")
+_inbound_seen = False  # no inbound request forwarded a conversation id yet: check_served has nothing to do
 
 
 def inbound_context(span: Any, baggage: Mapping[str, Any], ctx: otel_context.Context) -> otel_context.Context:
@@ -189,6 +190,8 @@ def inbound_context(span: Any, baggage: Mapping[str, Any], ctx: otel_context.Con
     record_upstream(span, baggage)
     upstream = baggage.get(attrs.GEN_AI_CONVERSATION_ID) if baggage else None
     if isinstance(upstream, str) and upstream:
+        global _inbound_seen
+        _inbound_seen = True
         return otel_context.set_value(_INBOUND, (span, upstream), ctx)
     return ctx
 
@@ -196,6 +199,8 @@ def inbound_context(span: Any, baggage: Mapping[str, Any], ctx: otel_context.Con
 def check_served(conversation_id: Optional[str]) -> None:
     """Called when the outermost agent run serving an inbound request knows its conversation id
     (str or None): flags the request's server span when it differs from the forwarded one."""
+    if not _inbound_seen or not conversation_id:
+        return
     inbound = otel_context.get_value(_INBOUND)
     if inbound is None or not conversation_id:
         return

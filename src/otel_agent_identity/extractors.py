@@ -62,15 +62,37 @@ class Extracted(NamedTuple):
     source: str
 
 
+_ACCEPTED_MAX = 256  # ids, at most max_id_length characters each
+
+
+def _own_step(own: Any, session: Any, _call: "RunCall") -> Any:
+    """Step 2 by default: the agent's bound ``_get_otel_conversation_id`` called with the session."""
+    return own(session)
+
+
 class ExtractorRegistry:
     """Extractors by agent type. Thread-safe; lookups are cached per concrete type."""
 
     def __init__(self, max_id_length: int = 256) -> None:
+        #: ids found acceptable (a bounded set, emptied when full): a run checks the same id
+        #: before and after it and on every turn; a known id is one hash lookup (the str caches
+        #: its hash), not a per-character scan, so the cost does not grow with the id's length
+        self._accepted: dict[str, None] = {}
         self.max_id_length = max_id_length
         self._by_type: dict[type, Extractor] = {}
         self._cache: dict[type, Optional[Extractor]] = {}
         self._warned: set[tuple[str, str, str]] = set()  # (agent type, step, kind)
         self._lock = threading.Lock()
+
+    @property
+    def max_id_length(self) -> int:
+        """Longest acceptable id, in characters (``OTEL_INSTRUMENTATION_AGENT_IDENTITY_MAX_ID_LENGTH``)."""
+        return self._max_id_length
+
+    @max_id_length.setter
+    def max_id_length(self, value: int) -> None:
+        self._max_id_length = value
+        self._accepted.clear()
 
     def register(self, agent_type: type, extractor: Extractor) -> None:
         """Use ``extractor`` for ``agent_type`` and its subclasses (unless a nearer class has one).
@@ -125,18 +147,20 @@ class ExtractorRegistry:
             return self._checked(agent, SOURCE_OVERRIDE, override, session, call)
         if agent_step is None:
             own = getattr(agent, "_get_otel_conversation_id", None)
-            agent_step = None if own is None else (lambda _a, s, _c: own(s))
-        if agent_step is not None:
+            found = None if own is None else self._checked(agent, SOURCE_AGENT, _own_step, session, call, own)
+        else:
             found = self._checked(agent, SOURCE_AGENT, agent_step, session, call)
-            if found is not None:
-                return found
+        if found is not None:
+            return found
         if framework_rule is not None:
             return self._checked(agent, SOURCE_FRAMEWORK, framework_rule, session, call)
         return None
 
-    def _checked(self, agent: Any, source: str, fn: Extractor, session: Any, call: RunCall) -> Optional[Extracted]:
+    def _checked(self, agent: Any, source: str, fn: Extractor, session: Any, call: RunCall,
+                 target: Any = None) -> Optional[Extracted]:
+        """``fn(target or agent, session, call)``, checked."""
         try:
-            value = fn(agent, session, call)
+            value = fn(agent if target is None else target, session, call)
         except Exception as exc:  # noqa: BLE001 - extractor errors never reach the application
             self._warn_once(agent, source, "raised", f"{source} extractor raised {type(exc).__name__}: {exc}")
             return None
@@ -153,6 +177,8 @@ class ExtractorRegistry:
 
     def problem(self, value: Any) -> Optional[str]:
         """Why ``value`` is not an acceptable id (None, non-string, empty, too long, control characters)."""
+        if type(value) is str and value in self._accepted:
+            return None
         if not isinstance(value, str):
             return "None" if value is None else f"a {type(value).__name__}, not a string"
         if not value:
@@ -161,6 +187,11 @@ class ExtractorRegistry:
             return f"{len(value)} characters (max_id_length is {self.max_id_length})"
         if not value.isprintable():
             return "control or non-printable characters"
+        if type(value) is str:
+            accepted = self._accepted
+            if len(accepted) >= _ACCEPTED_MAX:
+                accepted.clear()
+            accepted[value] = None
         return None
 
     def _warn_once(self, agent: Any, source: str, kind: str, message: str) -> None:

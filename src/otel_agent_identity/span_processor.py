@@ -41,6 +41,30 @@ class _IdentityKeepingAttributes(BoundedAttributes):
 _CAN_KEEP = hasattr(BoundedAttributes, "_setitem_locked")  # the SDK's eviction step (opentelemetry-api >= 1.39)
 
 
+def set_trusted(span: Span, values: dict, keep_ours: bool = False) -> None:
+    """Set attributes whose values are ours and already valid (checked id strings, bools) on a
+    recording span: straight into the span's attribute store when no SDK limit applies to them
+    (the SDK's per-value validation is most of a ``set_attributes`` call), else through the public
+    API, which applies the limits exactly as on every other span. ``keep_ours``: under a count
+    limit, later evictions spare our ids (see :class:`_IdentityKeepingAttributes`).
+
+    No lock: only the thread that started or is ending the span writes here, and one
+    ``dict.update`` of str keys is atomic under the GIL.
+    """
+    store = getattr(span, "_attributes", None)
+    plain = getattr(store, "_dict", None)
+    if plain is None or getattr(span, "_end_time", 0) is not None:
+        span.set_attributes(values)  # not an SDK span, or ended: the SDK's API decides
+        return
+    maxlen = store.maxlen
+    if keep_ours and maxlen is not None and _CAN_KEEP and type(store) is BoundedAttributes:
+        store.__class__ = _IdentityKeepingAttributes
+    if store.max_value_len is None and (maxlen is None or len(plain) + len(values) <= maxlen):
+        plain.update(values)
+    else:
+        span.set_attributes(values)
+
+
 class IdentitySpanProcessor(SpanProcessor):
     """Adds ``gen_ai.conversation.id``, ``agent_identity.execution.id`` and ``agent_identity.delegation.id``
     of the current :class:`~otel_agent_identity.scope.IdentityScope` to each span when it starts.
@@ -60,22 +84,7 @@ class IdentitySpanProcessor(SpanProcessor):
             return
         attributes = scope.attributes
         if attributes and self.stamp_spans:
-            # Hot path: the values are ours and already checked (strings within max_id_length), so
-            # without SDK limits they skip its per-value validation; else the public API, which
-            # applies the limits exactly as on every other span (the agent span's ids included).
-            store = getattr(span, "_attributes", None)
-            plain = getattr(store, "_dict", None)
-            if plain is None:
-                span.set_attributes(attributes)
-            else:
-                maxlen = store.maxlen
-                if maxlen is not None and _CAN_KEEP and type(store) is BoundedAttributes:
-                    store.__class__ = _IdentityKeepingAttributes  # later evictions spare our ids
-                if store.max_value_len is None and (maxlen is None or len(plain) + len(attributes) <= maxlen):
-                    with store._lock:
-                        plain.update(attributes)
-                else:
-                    span.set_attributes(attributes)
+            set_trusted(span, attributes, keep_ours=True)
         claim = scope.claim_agent_span
         if claim is not None and span.name.startswith("invoke_agent"):
             scope.claim_agent_span = None

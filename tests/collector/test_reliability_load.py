@@ -27,7 +27,8 @@ pytestmark = [
 ]
 
 LIMIT_MIB, SPIKE_MIB = 160, 40
-NON_HEAP_MIB = 128  # binary pages, goroutine stacks, runtime: RSS above the Go heap limit
+NON_HEAP_MIB = 192  # binary pages (an 80 MB binary), goroutine stacks, runtime, freed pages not yet
+#                    returned: RSS above the Go heap limit (peaks of 244-313 MiB measured at limit 160)
 WITHOUT = str(Path(__file__).parent / "configs" / "without-agentidentity.yaml")
 
 
@@ -75,7 +76,11 @@ def test_memory_limiter_refuses_then_the_sdk_delivers(tmp_path):
         # A batch the SDK retried for longer than wait_duration lands as a fragment of its trace:
         # judged no_callee/unresolved, never a mismatch (and not a page: docs/reliability.md).
         traces, v = figures["created"] // 5, figures["verdicts"]
-        assert v.get("mismatch", 0) == 0 and v.get("continued", 0) + v.get("no_callee", 0) == traces, v
+        flagged = {r: n for r, n in v.items() if r in ("context_changed", "state_not_resumed")}
+        assert flagged == {}, v
+        # every trace is judged continued, or (a fragment) its caller half no_callee / its callee half
+        # callee_unknown (the agent span in the other fragment); each fragment leaves unresolved orphans
+        assert v.get("continued", 0) + v.get("no_callee", 0) + v.get("callee_unknown", 0) == traces, v
         assert v.get("unresolved", 0) >= v.get("no_callee", 0), v
         assert peak_mib < LIMIT_MIB + NON_HEAP_MIB, figures
     finally:

@@ -1,0 +1,285 @@
+"""Instructions per agent run and per child span, every variant interleaved in one process.
+
+    .venv/bin/python benchmarks/instructions.py [--rounds R] [--n N] [--only PART,...|NAME$] [--wall]
+
+re-runs itself under ``valgrind --tool=callgrind --dump-before=os_getppid``: each ``os.getppid()``
+call below dumps the instructions counted since the previous one, so every segment (N runs, or 3N
+runs, of one variant) gets its own count in the same process. Per run = (count(3N) - count(N)) / 2N,
+which cancels the segment's fixed cost; rounds alternate all variants, so they all see the same
+interpreter state. Every figure is also given as a ratio to one bare SDK span (start + end on a
+provider without processors) measured the same way; instruction counts do not depend on the
+machine's load. Printed: median and spread (min-max over rounds) per variant, then the added cost
+of agent identity per variant (ours - bare of the same workload).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import glob
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent / "examples"))
+
+LONG_ID = "c" * 256  # the default max_id_length
+CONCURRENT = 8  # runs in flight at once in the concurrency variant (its figures are per run)
+
+
+def _marker() -> None:
+    os.getppid()  # callgrind dumps its counters here (--dump-before=os_getppid)
+
+
+# -- workloads: name -> (make(mode) -> callable, modes) ----------------------------------------------
+def _workloads():
+    from agent_framework import Agent
+    from agent_framework.observability import OBSERVABILITY_SETTINGS
+    from conftest import PROVIDER
+    from opentelemetry.sdk.trace import TracerProvider
+
+    from offline_chat import OfflineChatClient
+    from otel_agent_identity.scope import IdentityScope, attach, detach
+
+    sys.path.insert(0, str(HERE.parent / "tests" / "agent_framework"))
+    from helpers import get_weather
+
+    OBSERVABILITY_SETTINGS.enable_instrumentation = True
+    loop = asyncio.new_event_loop()
+    run = loop.run_until_complete
+    bare_tracer = TracerProvider().get_tracer("unit")
+    tracer = PROVIDER.get_tracer("bench")
+    w: dict = {}
+
+    w["sdk span (unit)"] = lambda: lambda: bare_tracer.start_span("s").end()
+    six = {f"a{i}": "v" for i in range(6)}
+    w["sdk span, 6 attributes"] = lambda: lambda: bare_tracer.start_span("s", attributes=six).end()
+
+    def af_steady(cid=None):
+        agent = Agent(client=OfflineChatClient(mode="service"), name="bench")
+        session = agent.create_session()
+        if cid:
+            session.service_session_id = cid
+        run(agent.run("hello", session=session))
+        return lambda: run(agent.run("hello", session=session))
+
+    w["AF steady turn"] = af_steady
+    w["AF steady turn, 256-char id"] = lambda: af_steady(LONG_ID)
+
+    def af_turn1():
+        agent = Agent(client=OfflineChatClient(mode="service"), name="bench")
+        return lambda: run(agent.run("hello", session=agent.create_session()))
+
+    w["AF turn 1"] = af_turn1
+
+    def af_tool():
+        agent = Agent(client=OfflineChatClient(mode="service"), name="bench", tools=[get_weather])
+        session = agent.create_session()
+        run(agent.run("weather?", session=session))
+        return lambda: run(agent.run("weather?", session=session))
+
+    w["AF tool turn"] = af_tool
+
+    def af_concurrent():
+        agents = [Agent(client=OfflineChatClient(mode="service"), name=f"bench{i}") for i in range(CONCURRENT)]
+        sessions = [a.create_session() for a in agents]
+
+        async def turns():
+            await asyncio.gather(*(a.run("hello", session=s) for a, s in zip(agents, sessions)))
+
+        run(turns())
+        return lambda: run(turns())
+
+    w[f"AF steady turn, {CONCURRENT} concurrent (per run)"] = af_concurrent
+
+    def af_stream():
+        agent = Agent(client=OfflineChatClient(mode="service"), name="bench")
+        session = agent.create_session()
+        run(agent.run("hello", session=session))
+
+        async def consume():
+            async for _ in agent.run("hello", session=session, stream=True):
+                pass
+
+        return lambda: run(consume())
+
+    w["AF steady turn, streamed"] = af_stream
+
+    def lg(stream=False):
+        import test_bench_langgraph as lgb
+
+        graph = lgb._graph(0)
+        if not stream:
+            return graph
+        from langgraph.graph import END, START, StateGraph
+
+        g = StateGraph(lgb.S)
+        g.add_node("step", lambda s: {"x": s["x"] + 1})
+        g.add_edge(START, "step")
+        g.add_edge("step", END)
+        compiled = g.compile(name="bench")
+        config = {"configurable": {"thread_id": "conv_1"}}
+        return lambda: list(compiled.stream({"x": 0}, config))
+
+    w["LangGraph invoke"] = lg
+    w["LangGraph stream"] = lambda: lg(True)
+
+    def oai():
+        from agents import Agent as OAgent, Runner, set_trace_processors, set_tracing_disabled
+
+        import test_bench_openai_agents as ob
+
+        set_trace_processors([])
+        set_tracing_disabled(True)
+        agent = OAgent(name="bench", model=ob.TurnModel())
+        return lambda: run(Runner.run(agent, "hello", conversation_id="conv_1"))
+
+    w["OpenAI Agents Runner.run"] = oai
+
+    def child():
+        return lambda: tracer.start_span("child").end()
+
+    def child_in_scope():
+        token = attach(IdentityScope("conv_1", "exec_1"))
+        fn = child()
+
+        def call():
+            fn()
+        call.token = token  # noqa: kept attached for the segment; detached by the caller
+        return call
+
+    w["child span"] = child
+    w["child span, in a run scope"] = child_in_scope
+    return w
+
+
+INSTRUMENTED = {"AF steady turn", f"AF steady turn, {CONCURRENT} concurrent (per run)", "AF steady turn, 256-char id", "AF turn 1", "AF tool turn",
+                "AF steady turn, streamed", "LangGraph invoke", "LangGraph stream", "OpenAI Agents Runner.run"}
+#: for the child span: bare = our processor registered but outside any run (the SDK calls it on every
+#: span); ours = the same span inside a run's scope, stamped
+PAIRS = {"child span, in a run scope": "child span"}
+
+
+def child_main(rounds: int, n: int, only: set, labels_path: str, wall: bool = False) -> None:
+    from conftest import PROVIDER
+    from otel_agent_identity import AgentIdentityInstrumentor
+    from otel_agent_identity.scope import detach
+
+    workloads = _workloads()
+    inst = AgentIdentityInstrumentor()
+    inst.instrument(tracer_provider=PROVIDER)  # attaches the processor once; later toggled per segment
+    inst.uninstrument()
+    variants = []
+    for name, make in workloads.items():
+        if only and not name.startswith("sdk span") and not any(o in name or o == name + "$" for o in only):
+            continue
+        if name in INSTRUMENTED:
+            variants += [(name, "bare", make), (name, "ours", make)]
+        else:
+            variants.append((name, "", make))
+    labels: list = []
+    # counting starts here (--instr-atstart=no): imports and set-up run at valgrind's light speed
+    if not wall:
+        subprocess.run(["callgrind_control", "-i", "on", str(os.getpid())], stdout=subprocess.DEVNULL, check=False)
+    _marker()
+    labels.append(None)
+    for r in range(1, rounds + 1):  # each variant is warmed up before its segments
+        for name, mode, make in variants:
+            if mode == "ours" or name.startswith("child span"):
+                inst.instrument(tracer_provider=PROVIDER)
+            try:
+                fn = make()
+                for _ in range(3):
+                    fn()  # warm
+                gc.collect()
+                m = 20 if name.startswith(("sdk span", "child span")) else 1  # ~1/20 of a run
+                for k in (n * m, 3 * n * m):
+                    _marker()
+                    labels.append(None)
+                    start = time.thread_time_ns()
+                    for _ in range(k):
+                        fn()
+                    elapsed = time.thread_time_ns() - start
+                    _marker()
+                    labels.append([name, mode, k, r, elapsed])
+                token = getattr(fn, "token", None)
+                if token is not None:
+                    detach(token)
+            finally:
+                if inst.is_instrumented_by_opentelemetry:
+                    inst.uninstrument()
+    Path(labels_path).write_text(json.dumps(labels))
+
+
+def parent_main(args) -> None:
+    out = tempfile.mkdtemp(prefix="cg-")
+    labels_path = os.path.join(out, "labels.json")
+    child = [sys.executable, __file__, "--child", "--rounds", str(args.rounds), "--n", str(args.n),
+             "--labels", labels_path] + (["--only", args.only] if args.only else []) + (["--wall"] if args.wall else [])
+    cmd = child if args.wall else [
+        "valgrind", "--tool=callgrind", "--instr-atstart=no", "--dump-before=os_getppid", "--dump-instr=no",
+        "--dump-line=no", f"--callgrind-out-file={out}/cg.out"] + child
+    subprocess.run(cmd, check=True, stderr=None if args.wall else subprocess.DEVNULL)
+    labels = json.loads(Path(labels_path).read_text())
+    counts = {}
+    for path in glob.glob(f"{out}/cg.out.*"):
+        idx = int(path.rsplit(".", 1)[1])
+        with open(path) as f:
+            for line in f:
+                if line.startswith("summary:"):
+                    counts[idx] = int(line.split()[1])
+    segs: dict = {}
+    for i, label in enumerate(labels, start=1):
+        if label is None or (not args.wall and i not in counts):
+            continue
+        name, mode, k, r, ns = label
+        segs.setdefault((name, mode), {}).setdefault(r, {})[k] = ns / 1000 if args.wall else counts[i]
+    per: dict = {}  # (name, mode) -> {round: per call}
+    for key, rounds in segs.items():
+        for r, by_k in rounds.items():
+            if len(by_k) == 2:
+                lo, hi = sorted(by_k)
+                runs = CONCURRENT if "concurrent" in key[0] else 1
+                per.setdefault(key, {})[r] = (by_k[hi] - by_k[lo]) / (hi - lo) / runs
+    units = per[("sdk span (unit)", "")]
+    what, scale = ("µs of thread CPU time", 1) if args.wall else ("K instructions (callgrind)", 1e3)
+    print(f"per call, {what}; {args.rounds} rounds of N and 3N calls, N={args.n}; median [min-max] over rounds;"
+          f" unit = one bare SDK span = {statistics.median(units.values()) / scale:.2f}")
+    for (name, mode), by_r in per.items():
+        values = list(by_r.values())
+        ratios = [v / units[r] for r, v in by_r.items()]
+        print(f"  {name + (' / ' + mode if mode else ''):44s} {statistics.median(values) / scale:10.2f}  "
+              f"[{min(values) / scale:.2f}-{max(values) / scale:.2f}]  = {statistics.median(ratios):7.2f} spans")
+    print("added by agent identity, in bare SDK spans of the same round (median [min-max] over rounds):")
+    for name in dict.fromkeys(n for n, _ in per):
+        bare_key = (name, "bare") if (name, "bare") in per else ((PAIRS[name], "") if name in PAIRS else None)
+        ours_key = (name, "ours") if (name, "ours") in per else ((name, "") if name in PAIRS else None)
+        if bare_key is None or bare_key not in per or ours_key not in per:
+            continue
+        ours, bare = per[ours_key], per[bare_key]
+        diffs = [(ours[r] - bare[r]) / units[r] for r in ours if r in bare]
+        print(f"  {name:44s} +{statistics.median(diffs):5.2f}  [{min(diffs):.2f} - {max(diffs):.2f}]"
+              f"   (+{(statistics.median(ours.values()) - statistics.median(bare.values())) / scale:.2f})")
+
+
+if __name__ == "__main__":
+    p = argparse.ArgumentParser()
+    p.add_argument("--child", action="store_true")
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--n", type=int, default=10)
+    p.add_argument("--only", default="")
+    p.add_argument("--labels", default="")
+    p.add_argument("--wall", action="store_true", help="thread CPU time instead of callgrind instructions")
+    a = p.parse_args()
+    if a.child:
+        child_main(a.rounds, a.n, {o for o in a.only.split(",") if o}, a.labels, a.wall)
+    else:
+        parent_main(a)
