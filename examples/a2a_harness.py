@@ -317,3 +317,48 @@ def metric_sum(samples: list[tuple[str, dict, float]], name: str, **labels: str)
     """Sum of samples of ``name`` (with or without a ``_total`` suffix) matching ``labels``."""
     return sum(v for n, lab, v in samples if n in (name, name + "_total")
                and all(lab.get(k) == want for k, want in labels.items()))
+
+
+# -- issue 16: a caller that restarts its delegate, and the Python metrics through the collector ----
+PYTHON_METRICS_OVERLAY = ROOT / "collector-config" / "backends" / "python-metrics.yaml"
+METRICS_ENV = {"OTEL_METRICS_EXPORTER": "otlp", "OTEL_METRIC_EXPORT_INTERVAL": "500"}
+
+
+def run_restarting_caller(service: str, url: str, endpoint: Optional[str], *args: str,
+                          turns: int = 3) -> list[dict]:
+    """Run ``restarting_caller.py`` (``args``: e.g. ``"--keep"``, ``"--direct"``) under the launcher
+    as ``service``, its metrics over OTLP to ``endpoint``; returns its records (one per send).
+    Raises RuntimeError (with its stderr) when it fails."""
+    cmd = [str(LAUNCHER), sys.executable, str(EXAMPLES / "restarting_caller.py"), "--specialist", url,
+           "--caller", service, "--turns", str(turns), *args]
+    proc = subprocess.run(cmd, env=otel_env(service, endpoint, **METRICS_ENV), capture_output=True, text=True,
+                          timeout=120)
+    if proc.returncode:
+        raise RuntimeError(f"{service} exited with {proc.returncode}:\n{proc.stderr[-3000:]}")
+    return [json.loads(line) for line in proc.stdout.splitlines() if line.startswith('{"caller"')]
+
+
+def read_metrics(path: Path) -> dict[tuple, float]:
+    """What the python-metrics overlay's file exporter wrote: ``(service.name, metric name, sorted
+    label pairs) -> latest cumulative value`` of every sum."""
+    out: dict[tuple, float] = {}
+    if not path.exists():
+        return out
+    for line in path.read_text().splitlines():
+        if not line.strip():
+            continue
+        for rm in json.loads(line).get("resourceMetrics", []):
+            res = {a["key"]: _value(a["value"]) for a in rm.get("resource", {}).get("attributes", [])}
+            for sm in rm.get("scopeMetrics", []):
+                for metric in sm.get("metrics", []):
+                    for dp in metric.get("sum", {}).get("dataPoints", []):
+                        labels = tuple(sorted((a["key"], _value(a["value"])) for a in dp.get("attributes", [])))
+                        key = (res.get("service.name"), metric["name"], labels)
+                        out[key] = max(out.get(key, 0), float(dp.get("asInt", dp.get("asDouble", 0))))
+    return out
+
+
+def metric_total(metrics: dict, service: str, name: str, **labels: str) -> float:
+    """Sum over :func:`read_metrics` output of ``name`` for ``service`` matching ``labels``."""
+    return sum(v for (svc, n, lab), v in metrics.items()
+               if svc == service and n == name and all(dict(lab).get(k) == want for k, want in labels.items()))

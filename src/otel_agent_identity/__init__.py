@@ -17,7 +17,8 @@ or in code, after the SDK tracer provider is set::
 
 Options (``instrument()`` arguments override ``OTEL_INSTRUMENTATION_AGENT_IDENTITY_*``, see
 :mod:`otel_agent_identity.environment_variables`): ``frameworks``, ``max_id_length``,
-``stamp_spans``, ``allowlist``, ``baggage_keys``.
+``stamp_spans``, ``allowlist``, ``baggage_keys``; ``meter_provider`` (default: the global one)
+for the continuity counters of :mod:`otel_agent_identity.metrics`.
 """
 
 from __future__ import annotations
@@ -30,10 +31,11 @@ from opentelemetry import trace
 from opentelemetry.instrumentation.dependencies import get_dependency_conflicts
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor
 
-from otel_agent_identity import boundary
+from otel_agent_identity import boundary, metrics
 from otel_agent_identity._runs import RunHandler
 from otel_agent_identity.adapters import ADAPTERS, GUARDS
 from otel_agent_identity.config import Config
+from otel_agent_identity.continuity import conversation_id, new_conversation
 from otel_agent_identity.extractors import ExtractorRegistry, RunCall, register_extractor, registry
 from otel_agent_identity.scope import current_scope, delegation, execution
 from otel_agent_identity.span_processor import IdentitySpanProcessor
@@ -44,9 +46,11 @@ __all__ = [
     "ExtractorRegistry",
     "IdentitySpanProcessor",
     "RunCall",
+    "conversation_id",
     "current_scope",
     "delegation",
     "execution",
+    "new_conversation",
     "register_extractor",
     "registry",
     "__version__",
@@ -80,6 +84,7 @@ class AgentIdentityInstrumentor(BaseInstrumentor):
         handler.provider = None if "tracer_provider" in kwargs else provider
         handler.config = config
         handler.attach_processor(provider)
+        metrics.configure(kwargs.get("meter_provider"), provider)
         self._handler = handler
         self._adapters = []
         for name, module_name in ADAPTERS.items():
@@ -100,6 +105,7 @@ class AgentIdentityInstrumentor(BaseInstrumentor):
             adapter.uninstrument()
         self._adapters = []
         boundary.configure(None)
+        metrics.reset()
         if self._handler is not None:
             self._handler.processor.enabled = False  # a provider cannot drop a processor; it goes quiet
             self._handler = None

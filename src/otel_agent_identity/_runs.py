@@ -22,6 +22,7 @@ from opentelemetry.semconv.attributes.error_attributes import ERROR_TYPE
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from otel_agent_identity import attributes as attrs
+from otel_agent_identity import continuity, metrics
 from otel_agent_identity.boundary import check_served
 from otel_agent_identity.extractors import SOURCE_FRAMEWORK, SOURCE_SERVICE, Extracted, Extractor, ExtractorRegistry, RunCall
 from otel_agent_identity.scope import IdentityScope, attach, current_scope, detach, new_execution_id
@@ -136,7 +137,7 @@ class Run:
     """
 
     __slots__ = ("_h", "_agent", "_session", "_rule", "_agent_step", "_call", "_pre", "_resumed", "scope", "_finished",
-                 "span", "_not_failures", "_on_end", "__weakref__")
+                 "span", "_not_failures", "_on_end", "_own_story", "__weakref__")
 
     def __init__(self, handler, framework, agent, session, args, kwargs, rule, span_spec, run_id, delegation_id,
                  agent_step=None, claim=True, resumed=None):
@@ -162,6 +163,8 @@ class Run:
             ),
             accepts=handler.registry.accepts,
         )
+        self._own_story = continuity.new_conversation_declared()
+        self._count_not_resumed()
         self._finished = False
         self.span: Optional[trace.Span] = None
         self._not_failures = _NOT_FAILURES + tuple(span_spec.not_failures) if span_spec else _NOT_FAILURES
@@ -223,11 +226,39 @@ class Run:
         if changed:
             set_trusted(span, changed)
         effective = out.get(attrs.GEN_AI_CONVERSATION_ID)
+        if changed.get(attrs.CONVERSATION_CHANGED):  # newly marked: counted once per span
+            metrics.count(metrics.CONVERSATION_CHANGES, agent=self._agent_name(), framework=self._call.framework,
+                          reason=metrics.REASON_RUN)
         if self.scope.parent_execution_id is None:  # the run serving an inbound hop, if any
             check_served(effective)
+        self._check_parent(span, effective)
         if effective and effective != self.scope.conversation_id:
+            if self.scope.conversation_id is not None:  # the service's id replaces a fallback
+                continuity.delegate_contexts.rekey(self.scope.conversation_id, effective)
             self.scope.conversation_id = effective
             self.scope.refresh()
+
+    # -- continuity signals ----------------------------------------------------------------------
+    def _agent_name(self) -> Optional[str]:
+        name = getattr(self._agent, "name", None)
+        return name if isinstance(name, str) else None
+
+    def _count_not_resumed(self) -> None:
+        """A run serving an A2A request that asked to continue a context, started from no state."""
+        if self._resumed is False and self.scope.parent_execution_id is None and continuity.serving_requested():
+            metrics.count(metrics.STATE_NOT_RESUMED, agent=self._agent_name(), framework=self._call.framework)
+
+    def _check_parent(self, span, effective: Optional[str]) -> None:
+        """A nested in-process run (not a hop) whose conversation id ``effective`` is another than
+        its parent's (recorded as ``agent_identity.parent.conversation.id`` at its start), with no
+        mapping declared (:func:`otel_agent_identity.new_conversation`): marked and counted."""
+        parent = self.scope.parent_conversation_id
+        if not parent or not effective or effective == parent or self.scope.delegation_id is not None:
+            return
+        if not self._own_story:
+            span.set_attribute(attrs.CONVERSATION_PARENT_DIFFERS, True)
+            metrics.count(metrics.PARENT_CONVERSATION_DIFFERS, agent=self._agent_name(),
+                          framework=self._call.framework)
 
     def finish(self, result: Any = None, error: Optional[BaseException] = None) -> None:
         """End the run once: our own span (if any) gets the post-run id, status and end time."""

@@ -23,6 +23,7 @@ from random import getrandbits  # as OTel's RandomIdGenerator: unique, reseeded 
 from typing import Any, Callable, Iterator, Optional
 
 from otel_agent_identity import attributes as attrs
+from otel_agent_identity import continuity
 
 _logger = logging.getLogger(__name__)
 _DELEGATION_NAMESPACE = uuid.UUID("6f1c2a3e-5b7d-4e8f-9a0b-1c2d3e4f5a6b")
@@ -99,6 +100,8 @@ class IdentityScope:
             return False
         if not self.accepts(conversation_id):
             return False
+        if self.conversation_id is not None:  # the service's id replaces a fallback: keep what was learnt
+            continuity.delegate_contexts.rekey(self.conversation_id, conversation_id)
         self.conversation_id = conversation_id
         self.provisional = False
         self.refresh()
@@ -174,6 +177,11 @@ def new_delegation_id(transport_key: Optional[str] = None) -> str:
     if isinstance(transport_key, str) and transport_key:
         return _uuid5_hex(transport_key)
     return f"{getrandbits(128):032x}"
+
+
+def delegation_id_of(transport_key: str) -> str:
+    """The delegation id (32 hex characters, UUID5) a send derives from ``transport_key`` (str)."""
+    return _uuid5_hex(transport_key)
 
 
 @contextmanager

@@ -180,7 +180,10 @@ async def test_agent_as_tool_is_a_nested_run(instrumentor, exporter, own_session
     assert tool_span.attributes[EXEC] == inner.attributes[EXEC]
     if own_session:
         assert inner.attributes[CONV] == tool_span.attributes[CONV] == "conv-weather"
-        assert inner.attributes[PARENT_CONV] == "conv-boss"  # joins the two stories (the core, every adapter)
+        # another conversation than its parent's, no mapping declared: visible (issue 16)
+        assert inner.attributes[PARENT_CONV] == "conv-boss"
+        assert inner.attributes["agent_identity.conversation.parent_differs"] is True
+        assert "agent_identity.conversation.parent_differs" not in outer.attributes
     else:  # no conversation of its own: none invented, the outer one recorded as the parent
         assert CONV not in inner.attributes and CONV not in tool_span.attributes
         assert inner.attributes[PARENT_CONV] == "conv-boss"

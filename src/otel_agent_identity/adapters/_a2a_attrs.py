@@ -78,6 +78,11 @@ def request_attributes(request: Any, client: Any = None, *, streaming: bool = Fa
     return out
 
 
+def transport_url(client: Any) -> Optional[str]:
+    """The URL (str) a ``BaseClient`` sends to, or None."""
+    return _str(getattr(getattr(client, "_transport", None), "url", None))
+
+
 def _endpoint_attributes(client: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
     url = _str(getattr(getattr(client, "_transport", None), "url", None))
@@ -151,11 +156,15 @@ def requested_context(message: Any) -> Optional[str]:
     return _str(getattr(message, "context_id", None))
 
 
-def mark_changed(span: Any, requested: Optional[str], answered: Optional[str]) -> None:
+def mark_changed(span: Any, requested: Optional[str], answered: Optional[str]) -> bool:
     """``agent_identity.conversation.changed=true`` on ``span`` when a response's ``context_id``
-    differs from the non-empty requested one (a callee that answered in another context)."""
+    differs from the non-empty requested one (a callee that answered in another context).
+    Returns True when this call marked it (False when it was marked already or is not a change)."""
     if requested and answered and answered != requested and span.is_recording():
+        before = (getattr(span, "attributes", None) or {}).get(attrs.CONVERSATION_CHANGED)
         span.set_attribute(attrs.CONVERSATION_CHANGED, True)
+        return before is not True
+    return False
 
 
 def event_attributes(observed: dict[str, Any]) -> dict[str, Any]:

@@ -25,8 +25,9 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from otel_agent_identity import attributes as attrs
-from otel_agent_identity import boundary
+from otel_agent_identity import boundary, continuity, metrics
 from otel_agent_identity.adapters import _a2a_attrs as facts
+from otel_agent_identity.scope import delegation_id_of
 
 _logger = logging.getLogger(__name__)
 _PROPAGATOR = TraceContextTextMapPropagator()
@@ -96,7 +97,22 @@ def start_server_span(tracer: trace.Tracer, handler: Any, params: Any, call_cont
     if name:
         span_attrs[attrs.GEN_AI_AGENT_NAME] = name
     span = tracer.start_span(facts.method_name(streaming), context=parent, kind=SpanKind.SERVER, attributes=span_attrs)
-    return span, _inbound(span, headers, trace.set_span_in_context(span, parent))
+    ctx = _inbound(span, headers, trace.set_span_in_context(span, parent))
+    message = getattr(params, "message", None)
+    _count_duplicate(span, message, name)
+    return span, continuity.with_serving_requested(ctx, facts.requested_context(message))
+
+
+def _count_duplicate(span: Any, message: Any, agent: Optional[str]) -> None:
+    """An inbound delegation this process already served: the delegation id an allowlisted caller
+    forwarded (baggage), else the one the caller derives from ``Message.message_id`` (a re-sent
+    message). Counted in ``agent_identity.delegation.duplicates``."""
+    forwarded = (getattr(span, "attributes", None) or {}).get(attrs.UPSTREAM_DELEGATION_ID)
+    message_id = getattr(message, "message_id", None)
+    key = forwarded if isinstance(forwarded, str) and forwarded else (
+        delegation_id_of(message_id) if isinstance(message_id, str) and message_id else None)
+    if key and continuity.served_delegations.seen_before(key):
+        metrics.count(metrics.DELEGATION_DUPLICATES, agent=agent, framework="a2a")
 
 
 def observe(span: Any, event: Any, requested: Optional[str] = None) -> None:
@@ -110,9 +126,15 @@ def observe(span: Any, event: Any, requested: Optional[str] = None) -> None:
         facts.mark_failed_task(span, seen)
         if seen.get("context_id"):
             span.set_attribute(attrs.GEN_AI_CONVERSATION_ID, seen["context_id"])
-            facts.mark_changed(span, requested, seen["context_id"])
+            if facts.mark_changed(span, requested, seen["context_id"]):
+                metrics.count(metrics.CONVERSATION_CHANGES, agent=_span_agent(span), framework="a2a",
+                              reason=metrics.REASON_SERVED)
     except Exception:  # noqa: BLE001
         _logger.debug("otel-agent-identity: could not read an a2a server event", exc_info=True)
+
+
+def _span_agent(span: Any) -> Optional[str]:
+    return (getattr(span, "attributes", None) or {}).get(attrs.GEN_AI_AGENT_NAME)
 
 
 def end(span: Any, error: Optional[BaseException] = None) -> None:

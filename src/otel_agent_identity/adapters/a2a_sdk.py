@@ -34,6 +34,7 @@ from opentelemetry.trace import SpanKind
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from otel_agent_identity import attributes as attrs
+from otel_agent_identity import continuity, metrics
 from otel_agent_identity._runs import RunHandler, SpanSpec
 from otel_agent_identity.adapters import _a2a_attrs as facts
 from otel_agent_identity.adapters._a2a_server import server_wrapper
@@ -106,12 +107,12 @@ def _send_wrapper(handler: RunHandler):
             hop = None
         if hop is None:
             return wrapped(*args, **kwargs)
-        run, span, target, kwargs = hop
+        run, span, target, kwargs, memo = hop
         request = args[0] if args else kwargs.get("request")
         requested = facts.requested_context(getattr(request, "message", None))
         if run is not None:
-            return SendStream(run.call(wrapped, args, kwargs), span, run.scope, target, requested)
-        return SendStream(wrapped(*args, **kwargs), span, current_scope(), None, requested)
+            return SendStream(run.call(wrapped, args, kwargs), span, run.scope, target, requested, memo)
+        return SendStream(wrapped(*args, **kwargs), span, current_scope(), None, requested, memo)
 
     return wrapper
 
@@ -120,7 +121,8 @@ def _begin_send(handler: RunHandler, client: Any, args: tuple, kwargs: dict):
     """Set up one send of ``request: SendMessageRequest`` by ``client: BaseClient``.
 
     Returns ``(run or None, delegation span, SendTarget or None, kwargs with the traceparent
-    context)``, or None when no tracking could start. May raise (the wrapper catches it).
+    context, restart memo or None)``, or None when no tracking could start. May raise (the wrapper
+    catches it).
     """
     request = args[0] if args else kwargs.get("request")
     message = getattr(request, "message", None)
@@ -137,7 +139,9 @@ def _begin_send(handler: RunHandler, client: Any, args: tuple, kwargs: dict):
         span.set_attributes(request_attrs)
         span.set_attribute(attrs.DELEGATION_ID, did)
         kwargs["context"] = inject_trace_context(kwargs.get("context"))
-        return None, span, None, kwargs
+        memo = _check_restart(span, scope.parent_conversation_id, client, message, "agent_framework")
+        return None, span, None, kwargs, memo
+    outer = scope
     name = facts.card_name(client)
     spec_attrs = {attrs.GEN_AI_OPERATION_NAME: attrs.INVOKE_AGENT, **request_attrs}
     if name:
@@ -152,7 +156,34 @@ def _begin_send(handler: RunHandler, client: Any, args: tuple, kwargs: dict):
     if run is None:
         return None
     kwargs["context"] = inject_trace_context(kwargs.get("context"), trace.set_span_in_context(run.span))
-    return run, run.span, target, kwargs
+    memo = _check_restart(run.span, outer.conversation_id if outer else None, client, message, NAME)
+    return run, run.span, target, kwargs, memo
+
+
+def _remote_key(client: Any) -> Optional[str]:
+    """The remote agent of a send: its Agent Card ``name``, else the transport URL."""
+    return facts.card_name(client) or facts.transport_url(client)
+
+
+def _check_restart(span: Any, own: Optional[str], client: Any, message: Any, framework: str):
+    """A delegate restarted: in the caller's conversation ``own`` a context was in effect with this
+    remote agent and the send requests another one (or none). Marks ``span`` with the previous
+    context and counts it, unless inside :func:`otel_agent_identity.new_conversation`.
+
+    Returns ``(own, remote)`` for :class:`SendStream` to remember the context in effect, or None
+    (no own conversation: nothing to compare with)."""
+    remote = _remote_key(client)
+    if not own or not remote:
+        return None
+    requested = facts.requested_context(message)
+    last = continuity.delegate_contexts.last(own, remote)
+    if last and requested != last and not continuity.new_conversation_declared():
+        span.set_attribute(attrs.CONVERSATION_PREVIOUS_ID, last)
+        local_name = (getattr(span, "attributes", None) or {}).get(attrs.GEN_AI_AGENT_NAME)  # A2AAgent(name=...)
+        metrics.count(metrics.DELEGATE_RESTARTS, agent=facts.card_name(client) or local_name, framework=framework)
+    if requested:
+        continuity.delegate_contexts.remember(own, remote, requested)
+    return own, remote
 
 
 class SendStream(wrapt.ObjectProxy):
@@ -167,8 +198,9 @@ class SendStream(wrapt.ObjectProxy):
     """
 
     def __init__(self, wrapped: Any, span: Any, scope: Any, target: Optional[SendTarget],
-                 requested: Optional[str] = None) -> None:
+                 requested: Optional[str] = None, memo: Optional[tuple] = None) -> None:
         super().__init__(wrapped)
+        self._self_memo = memo
         self._self_span = span
         self._self_scope = scope
         self._self_target = target
@@ -190,7 +222,11 @@ class SendStream(wrapt.ObjectProxy):
             if span.is_recording():
                 span.set_attributes(facts.event_attributes(observed))
                 facts.mark_failed_task(span, observed)
-                facts.mark_changed(span, self._self_requested, assigned)
+                if facts.mark_changed(span, self._self_requested, assigned):
+                    metrics.count(metrics.CONVERSATION_CHANGES, agent=(getattr(span, "attributes", None) or {}).get(attrs.GEN_AI_AGENT_NAME),
+                                  framework=NAME, reason=metrics.REASON_CALLEE)
+            if assigned and self._self_memo is not None:  # the context in effect with this remote agent
+                continuity.delegate_contexts.remember(*self._self_memo, assigned)
         except Exception:  # noqa: BLE001
             _logger.debug("otel-agent-identity: could not read an a2a event", exc_info=True)
         return item
