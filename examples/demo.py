@@ -11,14 +11,18 @@ the first specialist is re-sent after it completed (a lost response: one delegat
 Two more callers, each its own service, hold three-turn conversations over A2A (a2a-sdk client) with
 one specialist that continues and one that forgets: a LangGraph agent (``examples/langgraph_app.py``,
 one thread per specialist) and an OpenAI Agents SDK agent (``examples/openai_agents_orchestrator.py``,
-one ``SQLiteSession`` per specialist).
+one ``SQLiteSession`` per specialist). Last, a caller that restarts its delegate every turn (a fresh
+context per send, ``examples/restarting_caller.py``) beside one that keeps it: the collector sees only
+first turns there; the caller marks each restart on its CLIENT span and counts it in the Python-side
+counter ``agent_identity.delegate.restarts`` (exported over OTLP to the collector's metrics overlay).
 
 Each specialist's model reports how many messages it saw: the ground truth. The demo prints, per
 turn, that truth next to the collector's verdict, then the collector's counters.
 
 Exit status: 0 when every verdict equals the ground truth (turn 1: never flagged; a callee that saw
 prior messages: not flagged; one that saw only the new message: flagged), the counters agree, and
-the retried delegation is counted as exactly one duplicate execution; 1 otherwise; 2 when the demo
+the retried delegation is counted as exactly one duplicate execution, and every restart of a
+delegate (and only those) is marked and counted; 1 otherwise; 2 when the demo
 could not run. Options: ``--collector PATH`` (default ``collector/_build/otelcol-agentidentity``),
 ``--turns N``, ``--keep`` (leave the work directory with spans.jsonl, truth.jsonl and logs).
 """
@@ -27,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -180,6 +185,46 @@ def metrics(port: int, records: list[dict], truth: dict[str, list[int]]) -> list
     return problems
 
 
+def restarting_delegates(url: str, collector, work: Path, turns: int) -> list[str]:
+    """A caller that drops the contextId every turn (a fresh context per send) next to one that
+    keeps it, both in one conversation of their own: every hop looks first-turn to the collector,
+    so only the caller side sees the restart (CLIENT span ``agent_identity.conversation.previous_id``,
+    counter ``agent_identity.delegate.restarts``). Ground truth: the callers' own records."""
+    problems: list[str] = []
+    print("\ncallers that restart their delegate (caller-side signal; the collector sees first turns)")
+    print("  caller             turn  contextId sent  previous in effect  marked on span  hop verdict")
+    for service, extra in (("restarting-caller", ()), ("keeping-caller", ("--keep",))):
+        recs = h.run_restarting_caller(service, url, collector.endpoint, *extra, turns=turns)
+        traces, deadline = {r["trace_id"] for r in recs}, time.monotonic() + 45
+        while True:  # until groupbytrace released (and the processor judged) every trace of this caller
+            spans = h.read_spans(collector.spans_file)
+            judged = {s.trace_id for s in spans if "agent_identity.hop.result" in s.attributes}
+            if traces <= judged or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        for r in recs:
+            restart = r["previous"] is not None and r["requested"] != r["previous"]
+            client = [s for s in spans if s.service == service and s.trace_id == r["trace_id"] and s.kind == 3]
+            marked = any("agent_identity.conversation.previous_id" in s.attributes for s in client)
+            verdict = next((s.attributes.get("agent_identity.hop.result") for s in spans
+                            if s.trace_id == r["trace_id"] and "agent_identity.hop.result" in s.attributes), "?")
+            print(f"  {service:18} {r['turn']:<5} {str(r['requested'] or '(none)')[:14]:15} "
+                  f"{str(r['previous'] or '(none)')[:18]:19} {'YES' if marked else 'no':15} {verdict}")
+            if marked != restart:
+                problems.append(f"{service} turn {r['turn']}: restart={restart}, CLIENT span marked={marked}")
+        want = sum(1 for r in recs if r["previous"] is not None and r["requested"] != r["previous"])
+        deadline, got = time.monotonic() + 20, -1.0
+        while time.monotonic() < deadline:  # the caller flushed its counters at exit; the file follows
+            got = h.metric_total(h.read_metrics(work / "metrics.jsonl"), service, "agent_identity.delegate.restarts")
+            if got == want:
+                break
+            time.sleep(0.5)
+        print(f"  {service}: agent_identity.delegate.restarts = {got:g} (the records say {want})")
+        if got != want:
+            problems.append(f"{service}: agent_identity.delegate.restarts {got:g}, expected {want}")
+    return problems
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--collector", default=str(h.ROOT / "collector" / "_build" / "otelcol-agentidentity"))
@@ -195,7 +240,8 @@ def main() -> int:
     collector = zipkin = None
     try:
         zipkin = zb.start_for_demo(work)  # before the collector: it exports to Zipkin too
-        collector = h.start_collector(args.collector, work)
+        os.environ["AGENT_IDENTITY_METRICS_FILE"] = str(work / "metrics.jsonl")  # the Python-side counters
+        collector = h.start_collector(args.collector, work, overlays=(h.PYTHON_METRICS_OVERLAY,))
         print(f"collector: OTLP/HTTP {collector.endpoint}, spans -> {collector.spans_file}")
         urls = {}
         for shape, what in SPECIALISTS:
@@ -220,6 +266,7 @@ def main() -> int:
                      for label, n in expected_calls.items() if len(framework.get(label, [])) != n]
         problems += check_duplicates(records, spans)
         problems += metrics(collector.metrics_port, records, truth)
+        problems += restarting_delegates(urls["plain"], collector, work, args.turns)
         zb.show_links(zipkin, records, spans)  # one link per conversation, one to the flagged hops; waits for Enter
     except Exception as exc:  # noqa: BLE001 - report and exit 2
         print(f"demo could not run: {exc}", file=sys.stderr)
@@ -240,7 +287,7 @@ def main() -> int:
         return 1
     flagged = sum(expected_counts(records, truth).values())
     print(f"\nOK: every verdict equals the ground truth ({len(records)} sends, {flagged} flagged, no false alarm), "
-          "the retried delegation counted as 1 duplicate execution")
+          "the retried delegation counted as 1 duplicate execution, every delegate restart marked and counted")
     return 0
 
 
