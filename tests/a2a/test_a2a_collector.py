@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import time
-from pathlib import Path
 
 import pytest
 
@@ -20,8 +19,6 @@ COLLECTOR = os.environ.get("AGENT_IDENTITY_COLLECTOR")
 pytestmark = [
     pytest.mark.e2e,
     pytest.mark.collector,
-    pytest.mark.skipif(not COLLECTOR or not Path(COLLECTOR).exists(),
-                       reason="set AGENT_IDENTITY_COLLECTOR to the otelcol-agentidentity binary (make collector)"),
 ]
 
 

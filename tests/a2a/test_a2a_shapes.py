@@ -11,7 +11,6 @@ import os
 import re
 import time
 import urllib.request
-from pathlib import Path
 
 import pytest
 
@@ -24,8 +23,6 @@ TURNS = 3
 pytestmark = [
     pytest.mark.e2e,
     pytest.mark.collector,
-    pytest.mark.skipif(not COLLECTOR or not Path(COLLECTOR).exists(),
-                       reason="set AGENT_IDENTITY_COLLECTOR to the otelcol-agentidentity binary (make collector)"),
 ]
 
 

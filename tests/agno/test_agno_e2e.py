@@ -22,8 +22,6 @@ CONV, EXEC, PARENT = "gen_ai.conversation.id", "agent_identity.execution.id", "a
 pytestmark = [
     pytest.mark.e2e,
     pytest.mark.collector,
-    pytest.mark.skipif(not COLLECTOR or not Path(COLLECTOR).exists(),
-                       reason="set AGENT_IDENTITY_COLLECTOR to the otelcol-agentidentity binary (make collector)"),
 ]
 
 

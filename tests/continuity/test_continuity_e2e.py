@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 import time
-from pathlib import Path
 
 import pytest
 
@@ -30,8 +29,6 @@ METRICS_ENV = h.METRICS_ENV
 pytestmark = [
     pytest.mark.e2e,
     pytest.mark.collector,
-    pytest.mark.skipif(not COLLECTOR or not Path(COLLECTOR).exists(),
-                       reason="set AGENT_IDENTITY_COLLECTOR to the otelcol-agentidentity binary (make collector)"),
 ]
 
 #: caller service -> restarting_caller.py arguments

@@ -8,7 +8,6 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -21,8 +20,6 @@ THREADS, TURNS = ("conv-a", "conv-b"), 2
 pytestmark = [
     pytest.mark.e2e,
     pytest.mark.collector,
-    pytest.mark.skipif(not COLLECTOR or not Path(COLLECTOR).exists(),
-                       reason="set AGENT_IDENTITY_COLLECTOR to the otelcol-agentidentity binary (make collector)"),
 ]
 
 
