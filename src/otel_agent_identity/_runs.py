@@ -25,13 +25,20 @@ from otel_agent_identity import attributes as attrs
 from otel_agent_identity import continuity, metrics
 from otel_agent_identity.boundary import check_served
 from otel_agent_identity.extractors import SOURCE_FRAMEWORK, SOURCE_SERVICE, Extracted, Extractor, ExtractorRegistry, RunCall
-from otel_agent_identity.scope import IdentityScope, attach, current_scope, detach, new_execution_id
+from otel_agent_identity.scope import _SCOPE, IdentityScope, new_execution_id
 from otel_agent_identity.span_processor import IdentitySpanProcessor, set_trusted
 
 _logger = logging.getLogger(__name__)
 #: how a run can stop that is not its failure: cancellation, a consumer closing a stream early
 _NOT_FAILURES = (asyncio.CancelledError, GeneratorExit)
 _PROCESSORS: "weakref.WeakKeyDictionary[Any, IdentitySpanProcessor]" = weakref.WeakKeyDictionary()
+_tuple_new = tuple.__new__  # a NamedTuple built without its Python-level __new__
+
+
+def _attribute(span: Any, key: str) -> Any:
+    """``span.attributes.get(key)`` without the read-only view the SDK builds per access."""
+    plain = getattr(getattr(span, "_attributes", None), "_dict", None)
+    return (span.attributes or {}).get(key) if plain is None else plain.get(key)
 
 
 @dataclass
@@ -137,55 +144,54 @@ class Run:
     """
 
     __slots__ = ("_h", "_agent", "_session", "_rule", "_agent_step", "_call", "_pre", "_resumed", "scope", "_finished",
-                 "span", "_not_failures", "_on_end", "_own_story", "__weakref__")
+                 "span", "_spec", "_ctx", "_own_story", "__weakref__")
 
     def __init__(self, handler, framework, agent, session, args, kwargs, rule, span_spec, run_id, delegation_id,
                  agent_step=None, claim=True, resumed=None):
         self._h = handler
         self._resumed = resumed
         self._agent, self._session, self._rule, self._agent_step = agent, session, rule, agent_step
-        outer = current_scope()
-        self._call = RunCall(framework, args, kwargs, outer=outer)
-        self._pre = handler.registry.extract(agent, session, self._call, rule, agent_step)
-        session_id = _session_id(session)
-        self.scope = IdentityScope(
-            conversation_id=self._pre.conversation_id if self._pre else None,
-            execution_id=new_execution_id(run_id),
-            delegation_id=delegation_id,
-            parent_execution_id=outer.execution_id if outer else None,
-            parent_conversation_id=outer.conversation_id if outer else None,
-            session_id=session_id,
-            owner=agent,
+        outer = _SCOPE.get()
+        self._call = call = _tuple_new(RunCall, (framework, args, kwargs, "before", None, outer))
+        self._pre = pre = handler.registry.extract(agent, session, call, rule, agent_step)
+        session_id = None if session is None else _session_id(session)
+        cid, provisional = None, False
+        if pre is not None:
+            cid = pre[0]
             # only the local session id is a fallback; a session shared with the enclosing run is its story
-            provisional=bool(
-                self._pre and self._pre.source == SOURCE_FRAMEWORK and self._pre.conversation_id == session_id
-                and not (outer is not None and session_id is not None and outer.session_id == session_id)
-            ),
-            accepts=handler.registry.accepts,
-        )
-        self._own_story = continuity.new_conversation_declared()
-        self._count_not_resumed()
+            provisional = (pre[1] == SOURCE_FRAMEWORK and cid == session_id
+                           and not (outer is not None and session_id is not None and outer.session_id == session_id))
+        if outer is None:
+            self.scope = scope = IdentityScope(cid, new_execution_id(run_id), delegation_id, None, None, session_id,
+                                               provisional, agent, None, handler.registry.accepts)
+            self._own_story = False  # read only for a nested run
+            if resumed is False and continuity.serving_requested():
+                self._count_not_resumed()
+        else:
+            self.scope = scope = IdentityScope(cid, new_execution_id(run_id), delegation_id, outer.execution_id,
+                                               outer.conversation_id, session_id, provisional, agent, None,
+                                               handler.registry.accepts)
+            self._own_story = continuity.new_conversation_declared()
         self._finished = False
-        self.span: Optional[trace.Span] = None
-        self._not_failures = _NOT_FAILURES + tuple(span_spec.not_failures) if span_spec else _NOT_FAILURES
-        self._on_end = span_spec.on_end if span_spec is not None else None
+        self._spec = span_spec
+        self.span = self._ctx = None
         if span_spec is None:
             if claim:
-                self.scope.claim_agent_span = self._claim
-        else:
-            token = attach(self.scope)  # the processor stamps this run's ids on it, not the outer run's
-            try:
-                self.span = handler.tracer.start_span(span_spec.name, kind=span_spec.kind, attributes=span_spec.attributes)
-            finally:
-                detach(token)
-            self._first_attributes(self.span)
+                scope.claim_agent_span = self._claim
+            return
+        token = _SCOPE.set(None)  # the span gets this run's ids below, not the enclosing run's
+        try:
+            self.span = span = handler.tracer.start_span(span_spec.name, kind=span_spec.kind,
+                                                         attributes=span_spec.attributes)
+        finally:
+            _SCOPE.reset(token)
+        set_trusted(span, self._first_attributes())
+        self._ctx = trace.set_span_in_context(span)
 
     # -- scope -------------------------------------------------------------------------------
     def enter(self) -> tuple:
-        ctx_token = None
-        if self.span is not None:
-            ctx_token = otel_context.attach(trace.set_span_in_context(self.span))
-        return attach(self.scope), ctx_token
+        ctx = self._ctx
+        return _SCOPE.set(self.scope), None if ctx is None else otel_context.attach(ctx)
 
     def exit(self, tokens: tuple) -> None:
         scope_token, ctx_token = tokens
@@ -194,33 +200,55 @@ class Run:
                 otel_context.detach(ctx_token)
             except Exception:  # noqa: BLE001
                 pass
-        detach(scope_token)
+        try:
+            _SCOPE.reset(scope_token)
+        except ValueError:  # created in another context (a stream finished in another task)
+            pass
 
     # -- agent span ----------------------------------------------------------------------------
-    def _first_attributes(self, span) -> None:
-        """Agent span attributes known at its start (the processor stamped the scope's ids)."""
-        first = conversation_attributes(self._pre, None)
-        if self.scope.parent_execution_id:
-            first[attrs.PARENT_EXECUTION_ID] = self.scope.parent_execution_id
+    def _first_attributes(self) -> dict:
+        """Agent span attributes known at its start: the scope's ids, the conversation's source,
+        the enclosing run's ids, whether the run resumes state."""
+        scope, pre = self.scope, self._pre
+        first = dict(scope.attributes)
+        if pre is not None:
+            first[attrs.GEN_AI_CONVERSATION_ID] = pre[0]
+            first[attrs.CONVERSATION_SOURCE] = pre[1]
+        if scope.parent_execution_id:
+            first[attrs.PARENT_EXECUTION_ID] = scope.parent_execution_id
         if self._resumed is not None:
             first[attrs.CONVERSATION_RESUMED] = self._resumed
-        if self.scope.parent_conversation_id:
-            first[attrs.PARENT_CONVERSATION_ID] = self.scope.parent_conversation_id
-        if first:
-            set_trusted(span, first)
+        if scope.parent_conversation_id:
+            first[attrs.PARENT_CONVERSATION_ID] = scope.parent_conversation_id
+        return first
 
     def _claim(self, span) -> None:
         """The framework's own invoke_agent span started in this run: enrich it, finish it as it ends."""
-        self._first_attributes(span)
+        set_trusted(span, self._first_attributes(), True)
         self._h.processor.watch(span, self._finish_span)
 
     def _finish_span(self, span, result: Any = None) -> None:
         c = self._call
-        post = self._h.registry.extract(
-            self._agent, self._session,
-            RunCall(c.framework, c.args, c.kwargs, "after", result, c.outer), self._rule, self._agent_step,
-        )
-        out = run_conversation_attributes(self._pre, post, self.scope.conversation_id)
+        post = self._h.registry.extract(self._agent, self._session, _tuple_new(RunCall, (c[0], c[1], c[2], "after", result, c[5])),
+                                        self._rule, self._agent_step)
+        pre, scope = self._pre, self.scope
+        effective = scope.conversation_id
+        if post == pre and (effective is None if pre is None else pre[0] == effective):
+            # the common turn: the same answer before and after, nothing learnt: the first attributes stand,
+            # unless the framework set its own value on its span since
+            if effective is not None and _attribute(span, attrs.GEN_AI_CONVERSATION_ID) != effective:
+                set_trusted(span, {attrs.GEN_AI_CONVERSATION_ID: effective})
+        else:
+            effective = self._finish_changed(span, pre, post)
+        if scope.parent_execution_id is None:  # the run serving an inbound hop, if any
+            check_served(effective)
+        elif scope.parent_conversation_id:
+            self._check_parent(span, effective)
+
+    def _finish_changed(self, span, pre, post) -> Optional[str]:
+        """The post-run id differs from the run's: a continuity break, an id learnt during the run,
+        or a fallback replaced. Returns the agent span's conversation id."""
+        out = run_conversation_attributes(pre, post, self.scope.conversation_id)
         current = span.attributes or {}
         changed = {k: v for k, v in out.items() if current.get(k) != v}
         if changed:
@@ -229,14 +257,13 @@ class Run:
         if changed.get(attrs.CONVERSATION_CHANGED):  # newly marked: counted once per span
             metrics.count(metrics.CONVERSATION_CHANGES, agent=self._agent_name(), framework=self._call.framework,
                           reason=metrics.REASON_RUN)
-        if self.scope.parent_execution_id is None:  # the run serving an inbound hop, if any
-            check_served(effective)
-        self._check_parent(span, effective)
-        if effective and effective != self.scope.conversation_id:
-            if self.scope.conversation_id is not None:  # the service's id replaces a fallback
-                continuity.delegate_contexts.rekey(self.scope.conversation_id, effective)
-            self.scope.conversation_id = effective
-            self.scope.refresh()
+        scope = self.scope
+        if effective and effective != scope.conversation_id:
+            if scope.conversation_id is not None:  # the service's id replaces a fallback
+                continuity.delegate_contexts.rekey(scope.conversation_id, effective)
+            scope.conversation_id = effective
+            scope.refresh()
+        return effective
 
     # -- continuity signals ----------------------------------------------------------------------
     def _agent_name(self) -> Optional[str]:
@@ -245,8 +272,7 @@ class Run:
 
     def _count_not_resumed(self) -> None:
         """A run serving an A2A request that asked to continue a context, started from no state."""
-        if self._resumed is False and self.scope.parent_execution_id is None and continuity.serving_requested():
-            metrics.count(metrics.STATE_NOT_RESUMED, agent=self._agent_name(), framework=self._call.framework)
+        metrics.count(metrics.STATE_NOT_RESUMED, agent=self._agent_name(), framework=self._call.framework)
 
     def _check_parent(self, span, effective: Optional[str]) -> None:
         """A nested in-process run (not a hop) whose conversation id ``effective`` is another than
@@ -268,14 +294,15 @@ class Run:
         span = self.span
         if span is None:
             return
+        spec = self._spec
         try:
             self._finish_span(span, result)
-            if result is not None and self._on_end is not None:
-                span.set_attributes(self._on_end(result))
+            if result is not None and spec.on_end is not None:
+                span.set_attributes(spec.on_end(result))
         except Exception:  # noqa: BLE001 - the span still ends, with what it has
             _logger.debug("otel-agent-identity: finishing the run failed", exc_info=True)
         try:
-            if error is not None and not isinstance(error, self._not_failures):
+            if error is not None and not isinstance(error, _NOT_FAILURES) and not isinstance(error, spec.not_failures):
                 span.set_status(Status(StatusCode.ERROR, str(error)))
                 span.set_attribute(ERROR_TYPE, type(error).__qualname__)
         finally:

@@ -18,7 +18,6 @@ import threading
 import uuid
 from contextlib import contextmanager
 from contextvars import ContextVar, Token
-from dataclasses import dataclass, field
 from random import getrandbits  # as OTel's RandomIdGenerator: unique, reseeded after fork
 from typing import Any, Callable, Iterator, Optional
 
@@ -54,7 +53,10 @@ def _uuid5_hex(key: str) -> str:
     return uuid.UUID(bytes=digest[:16], version=5).hex
 
 
-@dataclass(slots=True)
+def _refuse(_value: Any) -> bool:
+    return False
+
+
 class IdentityScope:
     """Ids of one agent run (or one hop). ``attributes`` is what every span inside it is stamped with.
 
@@ -69,24 +71,33 @@ class IdentityScope:
             so a nested run handed the same session can tell.
         provisional: the conversation id is a framework fallback (a local session id) that an id
             the service assigns during the run replaces (see :meth:`learn`).
+        claim_agent_span: set by the run handler: called with the first ``invoke_agent`` span
+            started in this scope.
+        accepts: validates an id learned during the run (see :meth:`learn`).
     """
 
-    conversation_id: Optional[str]
-    execution_id: Optional[str]
-    delegation_id: Optional[str] = None
-    parent_execution_id: Optional[str] = None
-    parent_conversation_id: Optional[str] = None
-    session_id: Optional[str] = None
-    provisional: bool = False
-    owner: Any = None
-    attributes: dict[str, Any] = field(default_factory=dict)
-    #: set by the run handler: called with the first ``invoke_agent`` span started in this scope
-    claim_agent_span: Optional[Callable[[Any], None]] = None
-    #: validates an id learned during the run (see :meth:`learn`)
-    accepts: Callable[[str], bool] = lambda _value: False
+    __slots__ = ("conversation_id", "execution_id", "delegation_id", "parent_execution_id", "parent_conversation_id",
+                 "session_id", "provisional", "owner", "attributes", "claim_agent_span", "accepts")
 
-    def __post_init__(self) -> None:
-        self.refresh()
+    def __init__(self, conversation_id: Optional[str], execution_id: Optional[str], delegation_id: Optional[str] = None,
+                 parent_execution_id: Optional[str] = None, parent_conversation_id: Optional[str] = None,
+                 session_id: Optional[str] = None, provisional: bool = False, owner: Any = None,
+                 claim_agent_span: Optional[Callable[[Any], None]] = None,
+                 accepts: Callable[[str], bool] = _refuse) -> None:
+        self.conversation_id, self.execution_id, self.delegation_id = conversation_id, execution_id, delegation_id
+        self.parent_execution_id, self.parent_conversation_id = parent_execution_id, parent_conversation_id
+        self.session_id, self.provisional, self.owner = session_id, provisional, owner
+        self.claim_agent_span, self.accepts = claim_agent_span, accepts
+        a: dict[str, Any] = {} if conversation_id is None else {attrs.GEN_AI_CONVERSATION_ID: conversation_id}
+        if execution_id is not None:
+            a[attrs.EXECUTION_ID] = execution_id
+        if delegation_id is not None:
+            a[attrs.DELEGATION_ID] = delegation_id
+        self.attributes = a
+
+    def __repr__(self) -> str:
+        return (f"IdentityScope(conversation_id={self.conversation_id!r}, execution_id={self.execution_id!r}, "
+                f"delegation_id={self.delegation_id!r}, parent_execution_id={self.parent_execution_id!r})")
 
     def learn(self, conversation_id: Any) -> bool:
         """Adopt an id the service assigned during the run (first turn), if the scope has none yet

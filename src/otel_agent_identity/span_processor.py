@@ -82,16 +82,16 @@ class IdentitySpanProcessor(SpanProcessor):
         scope = _SCOPE.get()
         if scope is None or not self.enabled:
             return
-        attributes = scope.attributes
-        if attributes and self.stamp_spans:
-            set_trusted(span, attributes, keep_ours=True)
         claim = scope.claim_agent_span
         if claim is not None and span.name.startswith("invoke_agent"):
             scope.claim_agent_span = None
             try:
-                claim(span)
+                claim(span)  # the run's agent span: its ids and what the run knows at its start
+                return
             except Exception:  # noqa: BLE001 - never break span creation
                 _logger.debug("otel-agent-identity: could not enrich the agent span", exc_info=True)
+        if self.stamp_spans and scope.attributes:
+            set_trusted(span, scope.attributes, keep_ours=True)
 
     def watch(self, span: Span, finisher: Finisher) -> None:
         """Call ``finisher(span)`` once, just before ``span`` ends, while it still takes attributes.
