@@ -8,13 +8,16 @@ state), a plain executor answering in the request's context, and one answering i
 every time. The orchestrator (Agent Framework, offline model) holds a three-turn conversation with
 each through ``A2AAgent``, and a direct a2a-sdk client does the same with the plain ones; turn 2 to
 the first specialist is re-sent after it completed (a lost response: one delegation, two executions).
-Two more callers, each its own service, hold three-turn conversations over A2A (a2a-sdk client) with
-one specialist that continues and one that forgets: a LangGraph agent (``examples/langgraph_app.py``,
-one thread per specialist) and an OpenAI Agents SDK agent (``examples/openai_agents_orchestrator.py``,
-one ``SQLiteSession`` per specialist). Last, a caller that restarts its delegate every turn (a fresh
-context per send, ``examples/restarting_caller.py``) beside one that keeps it: the collector sees only
-first turns there; the caller marks each restart on its CLIENT span and counts it in the Python-side
-counter ``agent_identity.delegate.restarts`` (exported over OTLP to the collector's metrics overlay).
+Three more callers, each its own service, hold three-turn conversations in which a tool sends over
+A2A (a2a-sdk client, ``examples/a2a_delegate.py``) to one specialist that continues and to one or
+two that forget: a LangGraph agent (``examples/langgraph_app.py``, one thread per specialist), an
+OpenAI Agents SDK agent (``examples/openai_agents_orchestrator.py``, one ``SQLiteSession`` per
+specialist) and an Agno agent (``examples/agno_orchestrator.py``, one ``session_id`` per specialist,
+``AGNO_TELEMETRY=false``) that talks to both forgetting shapes (state lost, context changed). Last,
+a caller that restarts its delegate every turn (a fresh context per send,
+``examples/restarting_caller.py``) beside one that keeps it: the collector sees only first turns
+there; the caller marks each restart on its CLIENT span and counts it in the Python-side counter
+``agent_identity.delegate.restarts`` (exported over OTLP to the collector's metrics overlay).
 
 Each specialist's model reports how many messages it saw: the ground truth. The demo prints, per
 turn, that truth next to the collector's verdict, then the collector's counters.
@@ -59,6 +62,8 @@ FRAMEWORK_CALLERS = (
     ("LangGraph", "langgraph-app", "langgraph_app.py", "--thread", ("session-local", "a2a-executor")),
     ("OpenAI Agents", "openai-agents-app", "openai_agents_orchestrator.py", "--session",
      ("session-service", "plain-new-context")),
+    ("Agno", "agno-app", "agno_orchestrator.py", "--session",
+     ("session-service", "a2a-executor", "plain-new-context")),
 )
 
 
@@ -71,33 +76,31 @@ def start_framework_callers(urls: dict[str, str], endpoint: str, turns: int) -> 
         cmd = [str(h.LAUNCHER), sys.executable, str(h.EXAMPLES / script), "--turns", str(turns)]
         for shape in shapes:
             cmd += ["--specialist", urls[shape], option, f"conv-{service.split('-')[0]}-{shape}"]
-        procs.append((label, shapes, subprocess.Popen(cmd, env=h.otel_env(service, endpoint), text=True,
+        env = h.otel_env(service, endpoint, AGNO_TELEMETRY="false")  # Agno's call home off (it posts the ids)
+        procs.append((label, service, shapes, subprocess.Popen(cmd, env=env, text=True,
                                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE)))
     return procs
 
 
 def framework_records(procs: list) -> dict[str, list[dict]]:
     """Wait for the ``start_framework_callers`` processes; returns ``{label: records}`` in the
-    orchestrator's record shape (``requested``: the contextId the turn sent, the one the previous
-    turn was answered in; ``answered``: the one this turn was). Raises RuntimeError if one failed."""
+    orchestrator's record shape plus ``caller`` (its service). ``requested``: the contextId the turn
+    sent, the one the previous turn was answered in; ``answered``: the one this turn was; both from
+    the caller's ``a2a_delegate.Delegate.last``. Raises RuntimeError if one failed."""
     out: dict[str, list[dict]] = {}
-    for label, shapes, proc in procs:
+    for label, service, shapes, proc in procs:
         stdout, stderr = proc.communicate(timeout=120)
         if proc.returncode != 0:
             raise RuntimeError(f"the {label} caller exited with {proc.returncode}:\n{stderr[-2000:]}")
-        previous = {}
         for line in stdout.splitlines():
             if line.startswith('{"thread"') or line.startswith('{"session"'):
                 rec = json.loads(line)
                 conversation = rec.get("thread") or rec["session"]
                 shape = next(s for s in shapes if conversation.endswith(f"-{s}"))
-                # the contextId sent: recorded by the OpenAI Agents caller; the LangGraph one sends
-                # the context the previous turn was answered in
-                requested = rec["requested"] if "requested" in rec else previous.get(conversation)
                 out.setdefault(label, []).append({
-                    "conversation": f"{shape} via {label}", "specialist": shape, "turn": rec["turn"], "attempt": 1,
-                    "requested": requested, "answered": rec["context_id"], "trace_id": rec["trace_id"]})
-                previous[conversation] = rec["context_id"]
+                    "conversation": f"{shape} via {label}", "specialist": shape, "caller": service,
+                    "turn": rec["turn"], "attempt": 1, "requested": rec["requested"], "answered": rec["context_id"],
+                    "trace_id": rec["trace_id"]})
     return out
 
 
@@ -151,12 +154,13 @@ def check_duplicates(records: list[dict], spans: list[h.Span]) -> list[str]:
     return []
 
 
-def expected_counts(records: list[dict], truth: dict[str, list[int]]) -> dict[str, float]:
-    """Flagged hops per callee the ground truth calls for (every send of a forgetting turn)."""
+def expected_counts(records: list[dict], truth: dict[str, list[int]], by: str = "specialist") -> dict[str, float]:
+    """Flagged hops the ground truth calls for (every send of a forgetting turn), per callee
+    (``by="specialist"``) or per caller service (``by="caller"``)."""
     out: dict[str, float] = {}
     for rec in records:
         if h.expected_verdict(rec, truth.get(rec["trace_id"], [])):
-            out[rec["specialist"]] = out.get(rec["specialist"], 0) + 1
+            out[rec[by]] = out.get(rec[by], 0) + 1
     return out
 
 
@@ -178,6 +182,12 @@ def metrics(port: int, records: list[dict], truth: dict[str, list[int]]) -> list
         if got != want.get(shape, 0):
             problems.append(f"agent_identity_mismatches into {shape}: {got:g}, the ground truth says "
                             f"{want.get(shape, 0):g}")
+    want = expected_counts(records, truth, by="caller")
+    for caller in dict.fromkeys(r["caller"] for r in records):
+        got = h.metric_sum(samples, "agent_identity_mismatches", caller_service=caller)
+        if got != want.get(caller, 0):
+            problems.append(f"agent_identity_mismatches from {caller}: {got:g}, the ground truth says "
+                            f"{want.get(caller, 0):g}")
     dup = h.metric_sum(samples, "agent_identity_duplicate_executions", caller_service="orchestrator",
                        callee_service=RETRIED)
     if dup != 1:
@@ -249,12 +259,14 @@ def main() -> int:
             procs.append(proc)
             print(f"{shape}: {what}, A2A server at {urls[shape]}")
         callers = start_framework_callers(urls, collector.endpoint, args.turns)
-        procs += [proc for _, _, proc in callers]
+        procs += [proc for *_, proc in callers]
         via_agent, _ = h.run_orchestrator([(s, urls[s]) for s, _ in SPECIALISTS], collector.endpoint,
                                           turns=args.turns, retry_turn=2)
         direct, _ = h.run_orchestrator([(s, urls[s]) for s in DIRECT], collector.endpoint, turns=args.turns,
                                        direct=True)
         framework = framework_records(callers)
+        for rec in via_agent + direct:
+            rec["caller"] = "orchestrator"
         records = via_agent + direct + [r for recs in framework.values() for r in recs]
         spans = h.wait_for_hops(collector.spans_file, len(records))
         truth = h.read_truth(truth_file)
@@ -285,9 +297,12 @@ def main() -> int:
     if problems:
         print("\nFAIL:\n  " + "\n  ".join(problems))
         return 1
-    flagged = sum(expected_counts(records, truth).values())
-    print(f"\nOK: every verdict equals the ground truth ({len(records)} sends, {flagged} flagged, no false alarm), "
+    flagged, per_caller = sum(expected_counts(records, truth).values()), expected_counts(records, truth, by="caller")
+    print(f"\nOK: every verdict equals the ground truth ({len(records)} sends, {flagged:g} flagged, no false alarm), "
           "the retried delegation counted as 1 duplicate execution, every delegate restart marked and counted")
+    print("  sends / flagged per caller: " + ", ".join(
+        f"{c} {sum(r['caller'] == c for r in records)}/{per_caller.get(c, 0):g}" for c in dict.fromkeys(
+            r["caller"] for r in records)))
     return 0
 
 

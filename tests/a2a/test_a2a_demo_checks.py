@@ -60,3 +60,8 @@ def test_missing_duplicate_is_a_problem():
 
 def test_expected_counts_follow_the_truth():
     assert demo.expected_counts(RECORDS, TRUTH) == {"a2a-executor": 1}
+
+
+def test_expected_counts_per_caller_follow_the_truth():
+    records = [dict(r, caller="agno-app" if r["specialist"] == "a2a-executor" else "orchestrator") for r in RECORDS]
+    assert demo.expected_counts(records, TRUTH, by="caller") == {"agno-app": 1}

@@ -1,0 +1,79 @@
+"""End to end: examples/agno_orchestrator.py (an Agno agent whose tool asks an A2A specialist)
+under ``opentelemetry-instrument``, one session per specialist, against a specialist that keeps
+the A2A context's history and one that answers in a new context every time, all exporting to the
+real collector binary on 127.0.0.1. The hop verdicts are checked against the specialists' own
+models (how many messages they saw), both ways."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import a2a_harness as h
+
+COLLECTOR = os.environ.get("AGENT_IDENTITY_COLLECTOR")
+APP = h.EXAMPLES / "agno_orchestrator.py"
+SHAPES, TURNS = ("session-local", "plain-new-context"), 2
+CONV, EXEC, PARENT = "gen_ai.conversation.id", "agent_identity.execution.id", "agent_identity.parent.execution.id"
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.collector,
+]
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    work = tmp_path_factory.mktemp("agno-a2a")
+    collector = h.start_collector(COLLECTOR, work, groupbytrace_wait="1s")
+    specialists = []
+    try:
+        cmd = [str(h.LAUNCHER), sys.executable, str(APP), "--turns", str(TURNS)]
+        for shape in SHAPES:
+            proc, url = h.start_specialist(shape, collector.endpoint, shape=shape, truth=work / "truth.jsonl")
+            specialists.append(proc)
+            cmd += ["--specialist", url, "--session", f"conv-{shape}"]
+        proc = subprocess.run(cmd, env=h.otel_env("agno-app", collector.endpoint, AGNO_TELEMETRY="false"),
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        records = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith('{"session"')]
+        spans = h.wait_for_hops(collector.spans_file, len(records))
+        yield records, spans, h.read_truth(work / "truth.jsonl")
+    finally:
+        for proc in specialists:
+            h.stop(proc)
+        collector.stop()
+
+
+def test_agno_resumed_each_sessions_history(run):
+    records, _, _ = run
+    assert [(r["session"], r["turn"], r["seen"]) for r in records] == [
+        (f"conv-{s}", turn, 3 + 4 * (turn - 1)) for s in SHAPES for turn in range(1, TURNS + 1)]
+
+
+def test_every_span_of_a_run_carries_its_session_and_run_id(run):
+    records, spans, _ = run
+    for rec in records:
+        mine = [s for s in spans if s.trace_id == rec["trace_id"] and s.service == "agno-app"]
+        (agent,) = [s for s in mine if s.name == "invoke_agent weather_agent"]
+        assert agent.parent_id == "" and agent.attributes["gen_ai.provider.name"] == "agno"
+        assert agent.attributes[CONV] == rec["session"] and agent.attributes[EXEC] == rec["run_id"]
+        (hop,) = [s for s in mine if s.kind == 3 and s.name.startswith("invoke_agent")]  # the A2A CLIENT span
+        assert hop.parent_id == agent.span_id and hop.attributes[PARENT] == rec["run_id"]
+        assert all(s.attributes.get(EXEC) for s in mine)
+
+
+def test_the_collector_verdict_of_every_hop_is_the_ground_truth(run):
+    records, spans, truth = run
+    got, want = [], []
+    for rec in records:
+        hops = [s for s in h.hop_spans(spans) if s.trace_id == rec["trace_id"]]
+        assert len(hops) == 1 and hops[0].attributes["agent_identity.hop.caller.service.name"] == "agno-app"
+        got.append(hops[0].attributes["agent_identity.hop.result"])
+        want.append(h.expected_result({**rec, "answered": rec["context_id"]}, truth[rec["trace_id"]]))
+    assert got == want
+    assert want == ["first_turn", "continued", "first_turn", "context_changed"]  # both ways: kept and forgot
