@@ -8,10 +8,11 @@ original method unchanged.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import inspect
 import logging
 import weakref
-from types import FunctionType
+from types import AsyncGeneratorType, CoroutineType, FunctionType, GeneratorType
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
@@ -185,7 +186,7 @@ class Run:
                                                          attributes=span_spec.attributes)
         finally:
             _SCOPE.reset(token)
-        set_trusted(span, self._first_attributes())
+        set_trusted(span, self._first_attributes(), True)
         self._ctx = trace.set_span_in_context(span)
 
     # -- scope -------------------------------------------------------------------------------
@@ -204,6 +205,13 @@ class Run:
             _SCOPE.reset(scope_token)
         except ValueError:  # created in another context (a stream finished in another task)
             pass
+
+    def context(self) -> contextvars.Context:
+        """A copy of the current context in which this run's scope (and span) are current, for
+        work run with ``Context.run`` (a generator's steps): no attach or detach per piece."""
+        ctx = contextvars.copy_context()
+        ctx.run(self.enter)  # the tokens are not needed: the context is the run's own
+        return ctx
 
     # -- agent span ----------------------------------------------------------------------------
     def _first_attributes(self) -> dict:
@@ -328,15 +336,15 @@ class Run:
     # -- return shapes -----------------------------------------------------------------------
     def call(self, wrapped, args, kwargs):
         """Call ``wrapped`` inside the run and wrap what it returns, keeping its type."""
-        if _is_async_def(wrapped):
-            # calling an ``async def`` only binds its arguments: none of the run's code runs
-            # before the coroutine is awaited (inside the scope), so no scope to attach here
+        if _runs_no_code(wrapped):
+            # calling an ``async def`` or a generator function only binds its arguments: none of the
+            # run's code runs before the result is awaited or iterated (inside the scope)
             try:
-                coro = wrapped(*args, **kwargs)
+                result = wrapped(*args, **kwargs)
             except BaseException as exc:
                 self.finish(error=exc)
                 raise
-            return self._await(coro)
+            return self.wrap_result(result)
         tokens = self.enter()
         try:
             result = wrapped(*args, **kwargs)
@@ -352,11 +360,11 @@ class Run:
         coroutine, a generator a generator, an async generator an async generator, another async
         iterable (e.g. Agent Framework ``ResponseStream``) a :class:`ScopedStream` proxy; anything
         else is the finished run's result."""
-        if inspect.iscoroutine(result):
+        if isinstance(result, CoroutineType):
             return self._await(result)
-        if inspect.isasyncgen(result):
+        if isinstance(result, AsyncGeneratorType):
             return self._finish_if_dropped(scoped_async_generator(result, self))
-        if inspect.isgenerator(result):
+        if isinstance(result, GeneratorType):
             return self._finish_if_dropped(scoped_generator(result, self))
         if hasattr(result, "__aiter__"):
             return ScopedStream(result, self)
@@ -440,22 +448,24 @@ class HandOff:
         return getattr(self.run, name)
 
 
-_ASYNC_DEF: dict[Any, bool] = {}  # function -> is a plain ``async def``: bounded by the wrapped methods
+_NO_CODE: dict[Any, bool] = {}  # function -> calling it runs none of its code: bounded by the wrapped methods
+_LAZY = inspect.CO_COROUTINE | inspect.CO_GENERATOR | inspect.CO_ASYNC_GENERATOR
 
 
-def _is_async_def(fn: Any) -> bool:
-    """``fn`` (a function or a method bound to one) is a plain ``async def``: calling it runs no code."""
+def _runs_no_code(fn: Any) -> bool:
+    """``fn`` (a function or a method bound to one) is a plain ``async def`` or generator function:
+    calling it only binds its arguments and returns the coroutine or generator."""
     key = getattr(fn, "__func__", fn)
     try:
-        return _ASYNC_DEF[key]
+        return _NO_CODE[key]
     except KeyError:
         pass
     except TypeError:  # not hashable
         return False
     # exactly a function object: a proxy (another instrumentation's wrapt wrapper) may run code
-    found = type(key) is FunctionType and bool(key.__code__.co_flags & inspect.CO_COROUTINE)
-    if len(_ASYNC_DEF) < 1024:
-        _ASYNC_DEF[key] = found
+    found = type(key) is FunctionType and bool(key.__code__.co_flags & _LAZY)
+    if len(_NO_CODE) < 1024:
+        _NO_CODE[key] = found
     return found
 
 
@@ -628,21 +638,22 @@ def scoped_generator(gen, run: Run):
     """A generator over ``gen`` whose every step runs in the run's scope (and current span), never
     across the caller's code between steps. The run ends when ``gen`` is exhausted or raises, or
     when this generator is closed or collected (an early ``break``): ``GeneratorExit`` is no failure.
-    ``send()`` and ``throw()`` reach ``gen``; its return value is kept."""
+    ``send()`` and ``throw()`` reach ``gen``; its return value is kept.
+
+    Each step runs with ``Context.run`` in one context of the run's own (:meth:`Run.context`), so
+    a context variable a step sets is seen by the next step and never by the caller."""
+    step = run.context().run
     error: Optional[BaseException] = None
     try:
         sent, thrown = None, None
         while True:
-            tokens = run.enter()
             try:
-                item = gen.throw(thrown) if thrown is not None else gen.send(sent)
+                item = step(gen.send, sent) if thrown is None else step(gen.throw, thrown)
             except StopIteration as stop:
                 return stop.value
             except BaseException as exc:
                 error = exc
                 raise
-            finally:
-                run.exit(tokens)
             sent, thrown = None, None
             try:
                 sent = yield item
@@ -652,14 +663,12 @@ def scoped_generator(gen, run: Run):
                 thrown = exc
     finally:
         if error is None:
-            tokens = run.enter()
             try:
-                gen.close()
+                step(gen.close)
             except BaseException as exc:  # noqa: BLE001 - gen's own cleanup failed
                 error = exc
                 raise
             finally:
-                run.exit(tokens)
                 run.finish(error=error)
         else:
             run.finish(error=error)

@@ -62,6 +62,7 @@ class Extracted(NamedTuple):
     source: str
 
 
+_tuple_new = tuple.__new__  # a NamedTuple built without its Python-level __new__
 _ACCEPTED_MAX = 256  # ids, at most max_id_length characters each
 
 
@@ -164,6 +165,10 @@ class ExtractorRegistry:
         except Exception as exc:  # noqa: BLE001 - extractor errors never reach the application
             self._warn_once(agent, source, "raised", f"{source} extractor raised {type(exc).__name__}: {str(exc)[:200]!r}")  # bounded: never a huge line
             return None
+        if value is None:
+            return None
+        if type(value) is str and value in self._accepted:  # the common case: an id seen before
+            return _tuple_new(Extracted, (value, source))
         problem = self.problem(value)
         if problem is None:
             return Extracted(value, source)
@@ -173,7 +178,7 @@ class ExtractorRegistry:
 
     def accepts(self, value: Any) -> bool:
         """True when ``value`` is an acceptable id (see :meth:`problem`)."""
-        return self.problem(value) is None
+        return (type(value) is str and value in self._accepted) or self.problem(value) is None
 
     def problem(self, value: Any) -> Optional[str]:
         """Why ``value`` is not an acceptable id (None, non-string, empty, too long, control characters)."""

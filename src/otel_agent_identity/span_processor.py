@@ -51,18 +51,22 @@ def set_trusted(span: Span, values: dict, keep_ours: bool = False) -> None:
     No lock: only the thread that started or is ending the span writes here, and one
     ``dict.update`` of str keys is atomic under the GIL.
     """
-    store = getattr(span, "_attributes", None)
-    plain = getattr(store, "_dict", None)
-    if plain is None or getattr(span, "_end_time", 0) is not None:
-        span.set_attributes(values)  # not an SDK span, or ended: the SDK's API decides
-        return
-    maxlen = store.maxlen
-    if keep_ours and maxlen is not None and _CAN_KEEP and type(store) is BoundedAttributes:
-        store.__class__ = _IdentityKeepingAttributes
-    if store.max_value_len is None and (maxlen is None or len(plain) + len(values) <= maxlen):
-        plain.update(values)
-    else:
-        span.set_attributes(values)
+    try:
+        store = span._attributes
+        plain, maxlen = store._dict, store.maxlen
+        open_ = span._end_time is None
+    except AttributeError:  # not an SDK span: the API decides
+        open_ = False
+    if open_:
+        if maxlen is not None:
+            if keep_ours and type(store) is BoundedAttributes and _CAN_KEEP:
+                store.__class__ = _IdentityKeepingAttributes
+            if len(plain) + len(values) > maxlen:
+                open_ = False
+        if open_ and store.max_value_len is None:
+            plain.update(values)
+            return
+    span.set_attributes(values)  # limits apply, not an SDK span, or ended: the SDK's API decides
 
 
 class IdentitySpanProcessor(SpanProcessor):

@@ -44,7 +44,7 @@ from wrapt import wrap_function_wrapper
 
 from otel_agent_identity import attributes as attrs
 from otel_agent_identity._runs import RunHandler, SpanSpec
-from otel_agent_identity.scope import current_scope, new_delegation_id
+from otel_agent_identity.scope import _SCOPE, current_scope, new_delegation_id
 
 _logger = logging.getLogger(__name__)
 
@@ -110,10 +110,12 @@ def agent_step(agent: Any, session: Any, call: Any) -> Optional[str]:
     enclosing run (the service state of the sub-agent's copy is isolated, not the story) and a
     response id of the OpenAI Responses client (a chain's next ``previous_response_id``, new every
     turn: the response's identity, not the conversation's); the framework rule answers then."""
-    if session is not None and _shared_session(session, call) is not None:
+    if call.outer is not None and session is not None and _shared_session(session, call) is not None:
         return None
     value = agent._get_otel_conversation_id(session)
-    return None if _is_response_id(getattr(agent, "client", None), value) else value
+    if type(value) is str and not value.startswith("conv_") and _is_responses_client(getattr(agent, "client", None)):
+        return None
+    return value
 
 
 def session_rule(agent: Any, session: Any, call: Any) -> Optional[str]:
@@ -185,10 +187,6 @@ def _load_history_types() -> None:
         _history = ()
 
 
-def _framework_emits_span() -> bool:
-    return bool(_observability.OBSERVABILITY_SETTINGS.ENABLED)
-
-
 _FRAMEWORK_PROVIDER = "microsoft.agent_framework"  # what the framework's own invoke_agent spans say
 
 
@@ -253,22 +251,32 @@ def _last_message_id(args: tuple, kwargs: dict) -> Optional[str]:
 
 def _run_wrapper(handler: RunHandler, kind: str):
     """Wrapper of ``run(self, messages=None, *, stream=False, session=None, **kw)``."""
+    if kind == "plain_workflow":
+        return lambda wrapped, instance, args, kwargs: _workflow_run(handler, wrapped, instance, args, kwargs)
+    if kind == "agent":
+        def agent_wrapper(wrapped, instance, args, kwargs):
+            try:
+                session = kwargs.get("session")
+                run = handler.start(
+                    framework=NAME, agent=instance, session=session, args=args, kwargs=kwargs, rule=session_rule,
+                    span=None if _observability.OBSERVABILITY_SETTINGS.ENABLED else _span_spec(instance, kind),
+                    resumed=resumed_state(instance, session), agent_step=agent_step,
+                )
+            except Exception:  # noqa: BLE001 - never break the application
+                run = None
+            if run is None:
+                return wrapped(*args, **kwargs)
+            return run.call(wrapped, args, kwargs)
+
+        return agent_wrapper
 
     def wrapper(wrapped, instance, args, kwargs):
-        if kind == "plain_workflow":
-            return _workflow_run(handler, wrapped, instance, args, kwargs)
         try:
             delegation_id = new_delegation_id(_last_message_id(args, kwargs)) if kind == "a2a" else None
-            if kind == "agent" and _framework_emits_span():
-                spec = None
-            else:
-                spec = _span_spec(instance, kind)
-            session = kwargs.get("session")
             run = handler.start(
-                framework=NAME, agent=instance, session=session, args=args, kwargs=kwargs,
-                rule=None if kind == "a2a" else session_rule, span=spec, delegation_id=delegation_id,
-                resumed=resumed_state(instance, session) if kind == "agent" else None,
-                agent_step=agent_step if kind == "agent" else None,
+                framework=NAME, agent=instance, session=kwargs.get("session"), args=args, kwargs=kwargs,
+                rule=None if kind == "a2a" else session_rule, span=_span_spec(instance, kind),
+                delegation_id=delegation_id,
             )
         except Exception:  # noqa: BLE001 - never break the application
             run = None
@@ -329,32 +337,37 @@ def _correct_chat_span(span: Any, scope: Any, client: Any) -> None:
 
 def _chat_wrapper(handler: RunHandler):
     def wrapper(wrapped, instance, args, kwargs):
-        scope = current_scope()
-        if scope is not None:
-            try:
-                span = trace.get_current_span()  # the framework's chat span (it is current here)
-                if span.is_recording():
-                    current = (span.attributes or {})
-                    # the framework set its value already and sets the same again with the response
-                    if (current.get(attrs.GEN_AI_OPERATION_NAME) == "chat"
-                            and current.get(attrs.GEN_AI_CONVERSATION_ID) not in (None, scope.conversation_id)):
-                        handler.processor.watch(span, lambda sp: _correct_chat_span(sp, scope, instance))
-            except Exception:  # noqa: BLE001
-                pass
-        return _chat_call(wrapped, instance, args, kwargs, scope)
+        scope = _SCOPE.get()
+        if scope is None:
+            return wrapped(*args, **kwargs)
+        try:
+            span = trace.get_current_span()  # the framework's chat span (it is current here)
+            current = _attributes_of(span)
+            # the framework set its value already and sets the same again with the response
+            if (current.get(attrs.GEN_AI_CONVERSATION_ID) not in (None, scope.conversation_id)
+                    and current.get(attrs.GEN_AI_OPERATION_NAME) == "chat" and span.is_recording()):
+                handler.processor.watch(span, lambda sp: _correct_chat_span(sp, scope, instance))
+        except Exception:  # noqa: BLE001
+            span = None
+        result = wrapped(*args, **kwargs)
+        if scope.conversation_id is not None and not scope.provisional:
+            return result
+        return _learn_from(result, instance, scope, span)
 
     return wrapper
 
 
-def _chat_call(wrapped, instance, args, kwargs, scope):
+def _attributes_of(span: Any) -> Any:
+    """The span's attributes, as a mapping (the SDK's store itself when there is one: no view built)."""
+    plain = getattr(getattr(span, "_attributes", None), "_dict", None)
+    return plain if plain is not None else (span.attributes or {})
+
+
+def _learn_from(result, instance, scope, span):
     """``BaseChatClient.get_response(messages, *, stream=False, ...)`` inside a run whose
     conversation is not known yet (or only provisionally): the chat span and all later spans get
     the service's id."""
-    result = wrapped(*args, **kwargs)
     try:
-        if scope is None or (scope.conversation_id is not None and not scope.provisional):
-            return result
-        span = trace.get_current_span()
         if inspect.iscoroutine(result):
             return _await_and_learn(result, scope, span, instance)
         if hasattr(result, "with_result_hook"):
