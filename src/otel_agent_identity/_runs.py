@@ -108,6 +108,7 @@ class RunHandler:
         resumed: Optional[bool] = None,
         agent_step: Optional[Extractor] = None,
         claim: bool = True,
+        recheck: bool = True,
     ) -> Optional["Run"]:
         """Begin a run; None if anything failed here (the caller then runs the original, bare).
 
@@ -123,12 +124,16 @@ class RunHandler:
                 workflow run: its spans are only stamped).
             resumed: whether the run starts from prior conversation state (the adapter's
                 per-framework source); None: unknown, not recorded.
+            recheck: ask the extractors again after the run (the continuity-break check, and an id
+                the service assigned during it); False when the id comes from the call's own
+                arguments and cannot change during the run (LangGraph's ``thread_id``). A
+                registered override is always asked again.
         """
         try:
             if not self._attached and self.provider is not None:
                 self.attach_processor(self.provider)
             return Run(self, framework, agent, session, args, kwargs, rule, span, run_id, delegation_id, agent_step,
-                       claim, resumed)
+                       claim, resumed, recheck or bool(self.registry._by_type))
         except Exception:  # noqa: BLE001
             _logger.debug("otel-agent-identity: could not start run tracking", exc_info=True)
             return None
@@ -145,12 +150,12 @@ class Run:
     """
 
     __slots__ = ("_h", "_agent", "_session", "_rule", "_agent_step", "_call", "_pre", "_resumed", "scope", "_finished",
-                 "span", "_spec", "_ctx", "_own_story", "__weakref__")
+                 "span", "_spec", "_ctx", "_own_story", "_recheck", "__weakref__")
 
     def __init__(self, handler, framework, agent, session, args, kwargs, rule, span_spec, run_id, delegation_id,
-                 agent_step=None, claim=True, resumed=None):
+                 agent_step=None, claim=True, resumed=None, recheck=True):
         self._h = handler
-        self._resumed = resumed
+        self._resumed, self._recheck = resumed, recheck
         self._agent, self._session, self._rule, self._agent_step = agent, session, rule, agent_step
         outer = _SCOPE.get()
         self._call = call = _tuple_new(RunCall, (framework, args, kwargs, "before", None, outer))
@@ -236,10 +241,14 @@ class Run:
         self._h.processor.watch(span, self._finish_span)
 
     def _finish_span(self, span, result: Any = None) -> None:
-        c = self._call
-        post = self._h.registry.extract(self._agent, self._session, _tuple_new(RunCall, (c[0], c[1], c[2], "after", result, c[5])),
-                                        self._rule, self._agent_step)
         pre, scope = self._pre, self.scope
+        if self._recheck:
+            c = self._call
+            post = self._h.registry.extract(self._agent, self._session,
+                                            _tuple_new(RunCall, (c[0], c[1], c[2], "after", result, c[5])),
+                                            self._rule, self._agent_step)
+        else:
+            post = pre
         effective = scope.conversation_id
         if post == pre and (effective is None if pre is None else pre[0] == effective):
             # the common turn: the same answer before and after, nothing learnt: the first attributes stand,

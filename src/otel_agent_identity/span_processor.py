@@ -94,8 +94,23 @@ class IdentitySpanProcessor(SpanProcessor):
                 return
             except Exception:  # noqa: BLE001 - never break span creation
                 _logger.debug("otel-agent-identity: could not enrich the agent span", exc_info=True)
-        if self.stamp_spans and scope.attributes:
-            set_trusted(span, scope.attributes, keep_ours=True)
+        attributes = scope.attributes
+        if not attributes or not self.stamp_spans:
+            return
+        try:  # set_trusted's common case inline (this runs for every span inside a run)
+            store = span._attributes
+            if type(store) is BoundedAttributes and store.max_value_len is None and span._end_time is None:
+                plain, maxlen = store._dict, store.maxlen
+                if maxlen is None:
+                    plain.update(attributes)
+                    return
+                if len(plain) + len(attributes) <= maxlen and _CAN_KEEP:
+                    store.__class__ = _IdentityKeepingAttributes
+                    plain.update(attributes)
+                    return
+        except AttributeError:
+            pass
+        set_trusted(span, attributes, keep_ours=True)
 
     def watch(self, span: Span, finisher: Finisher) -> None:
         """Call ``finisher(span)`` once, just before ``span`` ends, while it still takes attributes.
