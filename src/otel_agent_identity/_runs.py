@@ -160,7 +160,7 @@ class Run:
         outer = _SCOPE.get()
         self._call = call = _tuple_new(RunCall, (framework, args, kwargs, "before", None, outer))
         self._pre = pre = handler.registry.extract(agent, session, call, rule, agent_step)
-        session_id = None if session is None else _session_id(session)
+        session_id = None if session is None or type(session) is dict else _session_id(session)
         cid, provisional = None, False
         if pre is not None:
             cid = pre[0]

@@ -63,7 +63,8 @@ class Extracted(NamedTuple):
 
 
 _tuple_new = tuple.__new__  # a NamedTuple built without its Python-level __new__
-_ACCEPTED_MAX = 256  # ids, at most max_id_length characters each
+_ACCEPTED_MAX = 256
+_HAS_OWN_STEP: dict[type, bool] = {}  # agent type -> it defines _get_otel_conversation_id (ADR-0029)  # ids, at most max_id_length characters each
 
 
 def _own_step(own: Any, session: Any, _call: "RunCall") -> Any:
@@ -147,7 +148,13 @@ class ExtractorRegistry:
         if override is not None:  # an override is final: its None means no conversation id
             return self._checked(agent, SOURCE_OVERRIDE, override, session, call)
         if agent_step is None:
-            own = getattr(agent, "_get_otel_conversation_id", None)
+            cls = type(agent)
+            has_own = _HAS_OWN_STEP.get(cls)
+            if has_own is None:  # a type's answer is cached: a missing attribute costs an exception each time
+                has_own = hasattr(cls, "_get_otel_conversation_id") or hasattr(cls, "__getattr__")  # a proxy may
+                if len(_HAS_OWN_STEP) < 1024:
+                    _HAS_OWN_STEP[cls] = has_own
+            own = getattr(agent, "_get_otel_conversation_id", None) if has_own else None
             found = None if own is None else self._checked(agent, SOURCE_AGENT, _own_step, session, call, own)
         else:
             found = self._checked(agent, SOURCE_AGENT, agent_step, session, call)

@@ -25,15 +25,6 @@ SENDER = Path(__file__).with_name("sender.py")
 COLLECTOR = os.environ.get("AGENT_IDENTITY_COLLECTOR", "")
 
 
-def collector_missing() -> str:
-    """Why the collector tests cannot run, or "" when they can."""
-    if not COLLECTOR:
-        return "AGENT_IDENTITY_COLLECTOR is not set (make collector; make test-python sets it)"
-    if not os.access(COLLECTOR, os.X_OK):
-        return f"AGENT_IDENTITY_COLLECTOR={COLLECTOR} is not an executable (run make collector)"
-    return ""
-
-
 def wait_for(check: Callable[[], Any], timeout: float = 30.0, what: str = "condition") -> Any:
     """Poll ``check`` until it returns a truthy value; raise after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout

@@ -12,7 +12,6 @@ import collector_support as cs
 
 pytestmark = [
     pytest.mark.collector,
-    pytest.mark.skipif(bool(cs.collector_missing()), reason=cs.collector_missing() or "collector present"),
 ]
 
 CONFIGS = sorted(cs.CONFIGS.glob("*.yaml"))

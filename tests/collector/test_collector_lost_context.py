@@ -14,7 +14,6 @@ import collector_support as cs
 pytestmark = [
     pytest.mark.e2e,
     pytest.mark.collector,
-    pytest.mark.skipif(bool(cs.collector_missing()), reason=cs.collector_missing() or "collector present"),
 ]
 
 CLIENT = 3  # OTLP span kind

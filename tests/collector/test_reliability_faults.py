@@ -27,7 +27,6 @@ import reliability_support as rs
 pytestmark = [
     pytest.mark.e2e,
     pytest.mark.collector,
-    pytest.mark.skipif(bool(cs.collector_missing()), reason=cs.collector_missing() or "collector present"),
 ]
 
 TRACES, RATE = 240, 30  # 8 s of sending, 1,200 spans

@@ -23,7 +23,6 @@ import reliability_support as rs
 pytestmark = [
     pytest.mark.e2e,
     pytest.mark.collector,
-    pytest.mark.skipif(bool(cs.collector_missing()), reason=cs.collector_missing() or "collector present"),
 ]
 
 LIMIT_MIB, SPIKE_MIB = 160, 40

@@ -24,7 +24,6 @@ import collector_support as cs
 import reliability_support as rs
 
 pytestmark = [pytest.mark.collector]
-needs_collector = pytest.mark.skipif(bool(cs.collector_missing()), reason=cs.collector_missing() or "present")
 
 CONFIGS = sorted(cs.CONFIGS.glob("*.yaml"))
 _ENV = re.compile(r"\$\{env:(\w+)(?::-([^}]*))?\}")
@@ -84,7 +83,6 @@ def _listening(pid: int) -> list[str]:
     return out
 
 
-@needs_collector
 def test_running_collectors_listen_only_on_loopback(tmp_path):
     dep = rs.Deployment(tmp_path)
     try:
@@ -135,7 +133,6 @@ def _pki(directory: Path) -> dict[str, str]:
     return out
 
 
-@needs_collector
 def test_mutual_tls_between_tier1_and_tier2(tmp_path):
     pki = _pki(tmp_path / "pki")
     tier2_tls = {"TIER2_TLS_CERT_FILE": pki["server.crt"], "TIER2_TLS_KEY_FILE": pki["server.key"],

@@ -19,7 +19,6 @@ from oa_helpers import CONV, EXEC, LAST_AGENT, PARENT_CONV, PARENT_EXEC  # noqa:
 pytestmark = [
     pytest.mark.e2e,
     pytest.mark.collector,
-    pytest.mark.skipif(bool(cs.collector_missing()), reason=cs.collector_missing() or "collector present"),
 ]
 
 LAUNCHER = Path(sys.executable).with_name("opentelemetry-instrument")
