@@ -24,6 +24,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from otel_agent_identity import attributes as attrs
 from otel_agent_identity import continuity, metrics
+from otel_agent_identity import boundary
 from otel_agent_identity.boundary import check_served
 from otel_agent_identity.extractors import SOURCE_FRAMEWORK, SOURCE_SERVICE, Extracted, Extractor, ExtractorRegistry, RunCall
 from otel_agent_identity.scope import _SCOPE, IdentityScope, new_execution_id
@@ -34,6 +35,13 @@ _logger = logging.getLogger(__name__)
 _NOT_FAILURES = (asyncio.CancelledError, GeneratorExit)
 _PROCESSORS: "weakref.WeakKeyDictionary[Any, IdentitySpanProcessor]" = weakref.WeakKeyDictionary()
 _tuple_new = tuple.__new__  # a NamedTuple built without its Python-level __new__
+
+
+def _detach(token: Any) -> None:
+    try:
+        otel_context.detach(token)
+    except Exception:  # noqa: BLE001
+        pass
 
 
 def _attribute(span: Any, key: str) -> Any:
@@ -160,7 +168,14 @@ class Run:
         outer = _SCOPE.get()
         self._call = call = _tuple_new(RunCall, (framework, args, kwargs, "before", None, outer))
         self._pre = pre = handler.registry.extract(agent, session, call, rule, agent_step)
-        session_id = None if session is None or type(session) is dict else _session_id(session)
+        session_id = None
+        if session is not None and type(session) is not dict:
+            try:
+                session_id = session.session_id
+            except Exception:  # noqa: BLE001 - absent, or not known yet (an OpenAI Agents
+                pass  # OpenAIConversationsSession raises until the service assigned it)
+            if type(session_id) is not str:
+                session_id = None
         cid, provisional = None, False
         if pre is not None:
             cid = pre[0]
@@ -202,10 +217,7 @@ class Run:
     def exit(self, tokens: tuple) -> None:
         scope_token, ctx_token = tokens
         if ctx_token is not None:
-            try:
-                otel_context.detach(ctx_token)
-            except Exception:  # noqa: BLE001
-                pass
+            _detach(ctx_token)
         try:
             _SCOPE.reset(scope_token)
         except ValueError:  # created in another context (a stream finished in another task)
@@ -258,7 +270,8 @@ class Run:
         else:
             effective = self._finish_changed(span, pre, post)
         if scope.parent_execution_id is None:  # the run serving an inbound hop, if any
-            check_served(effective)
+            if boundary._inbound_seen:  # else nothing to check (a module flag, no call)
+                check_served(effective)
         elif scope.parent_conversation_id:
             self._check_parent(span, effective)
 
@@ -345,7 +358,11 @@ class Run:
     # -- return shapes -----------------------------------------------------------------------
     def call(self, wrapped, args, kwargs):
         """Call ``wrapped`` inside the run and wrap what it returns, keeping its type."""
-        if _runs_no_code(wrapped):
+        try:
+            lazy = _NO_CODE[getattr(wrapped, "__func__", wrapped)]
+        except (KeyError, TypeError):
+            lazy = _runs_no_code(wrapped)
+        if lazy:
             # calling an ``async def`` or a generator function only binds its arguments: none of the
             # run's code runs before the result is awaited or iterated (inside the scope)
             try:
@@ -353,15 +370,24 @@ class Run:
             except BaseException as exc:
                 self.finish(error=exc)
                 raise
-            return self.wrap_result(result)
-        tokens = self.enter()
-        try:
-            result = wrapped(*args, **kwargs)
-        except BaseException as exc:
-            self.finish(error=exc)
-            raise
-        finally:
-            self.exit(tokens)
+        else:
+            ctx = self._ctx  # enter()/exit() inline: this runs once per run of every adapter
+            scope_token = _SCOPE.set(self.scope)
+            ctx_token = None if ctx is None else otel_context.attach(ctx)
+            try:
+                result = wrapped(*args, **kwargs)
+            except BaseException as exc:
+                self.finish(error=exc)
+                raise
+            finally:
+                if ctx_token is not None:
+                    _detach(ctx_token)
+                try:
+                    _SCOPE.reset(scope_token)
+                except ValueError:
+                    pass
+        if isinstance(result, CoroutineType):
+            return self._await(result)
         return self.wrap_result(result)
 
     def wrap_result(self, result):
@@ -406,14 +432,21 @@ class Run:
         future.add_done_callback(done)
 
     async def _await(self, coro):
-        tokens = self.enter()
+        ctx = self._ctx
+        scope_token = _SCOPE.set(self.scope)
+        ctx_token = None if ctx is None else otel_context.attach(ctx)
         try:
             result = await coro
         except BaseException as exc:
             self.finish(error=exc)
             raise
         finally:
-            self.exit(tokens)
+            if ctx_token is not None:
+                _detach(ctx_token)
+            try:
+                _SCOPE.reset(scope_token)
+            except ValueError:  # a coroutine finished in another context
+                pass
         self.finish(result=result)
         return result
 
@@ -502,16 +535,6 @@ def run_conversation_attributes(
     else:
         source = SOURCE_SERVICE
     return {attrs.GEN_AI_CONVERSATION_ID: cid, attrs.CONVERSATION_SOURCE: source}
-
-
-def _session_id(session: Any) -> Optional[str]:
-    """``session.session_id`` when it is a string; None when absent or not known yet (an OpenAI
-    Agents ``OpenAIConversationsSession`` raises until the service assigned it)."""
-    try:
-        sid = getattr(session, "session_id", None)
-    except Exception:  # noqa: BLE001
-        return None
-    return sid if isinstance(sid, str) else None
 
 
 def conversation_attributes(pre: Optional[Extracted], post: Optional[Extracted]) -> dict[str, Any]:

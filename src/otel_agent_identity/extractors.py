@@ -156,8 +156,14 @@ class ExtractorRegistry:
                     _HAS_OWN_STEP[cls] = has_own
             own = getattr(agent, "_get_otel_conversation_id", None) if has_own else None
             found = None if own is None else self._checked(agent, SOURCE_AGENT, _own_step, session, call, own)
-        else:
-            found = self._checked(agent, SOURCE_AGENT, agent_step, session, call)
+        else:  # _checked, its common case inline (an adapter's step runs before and after every run)
+            try:
+                value = agent_step(agent, session, call)
+            except Exception as exc:  # noqa: BLE001
+                value = self._raised(agent, SOURCE_AGENT, exc)
+            if type(value) is str and value in self._accepted:
+                return _tuple_new(Extracted, (value, SOURCE_AGENT))
+            found = None if value is None else self._value(agent, SOURCE_AGENT, value)
         if found is not None:
             return found
         if framework_rule is not None:
@@ -170,12 +176,17 @@ class ExtractorRegistry:
         try:
             value = fn(agent if target is None else target, session, call)
         except Exception as exc:  # noqa: BLE001 - extractor errors never reach the application
-            self._warn_once(agent, source, "raised", f"{source} extractor raised {type(exc).__name__}: {str(exc)[:200]!r}")  # bounded: never a huge line
-            return None
+            return self._raised(agent, source, exc)
         if value is None:
             return None
         if type(value) is str and value in self._accepted:  # the common case: an id seen before
             return _tuple_new(Extracted, (value, source))
+        return self._value(agent, source, value)
+
+    def _raised(self, agent: Any, source: str, exc: Exception) -> None:
+        self._warn_once(agent, source, "raised", f"{source} extractor raised {type(exc).__name__}: {str(exc)[:200]!r}")  # bounded: never a huge line
+
+    def _value(self, agent: Any, source: str, value: Any) -> Optional[Extracted]:
         problem = self.problem(value)
         if problem is None:
             return Extracted(value, source)
