@@ -1,9 +1,11 @@
 """LangGraph (``langgraph`` 1.x).
 
-Wraps ``langgraph.pregel.Pregel.stream`` and ``.astream`` only: every entry point funnels through
-exactly one of them per graph run (``invoke``/``batch``/``stream_events`` -> ``stream``;
-``ainvoke``/``abatch``/``astream_events`` -> ``astream``), so each run gets one span and no entry
-point gets two. ``CompiledStateGraph`` (``StateGraph.compile()``, ``create_react_agent``,
+Wraps ``langgraph.pregel.Pregel.stream`` and ``.astream``, through which every entry point funnels
+exactly once per graph run (``invoke``/``batch``/``stream_events`` -> ``stream``;
+``ainvoke``/``abatch``/``astream_events`` -> ``astream``), and ``.invoke``/``.ainvoke``: a run
+entered there is in scope for the whole call (only LangGraph's own loop runs between its steps),
+and the one stream it opens belongs to it (marked in a contextvar, consumed when opened). So each
+run gets one span and no entry point gets two. ``CompiledStateGraph`` (``StateGraph.compile()``, ``create_react_agent``,
 ``langchain.agents.create_agent``) and ``@entrypoint`` graphs are ``Pregel`` subclasses. LangGraph
 emits no OTel spans, so we create ``invoke_agent {graph.name}`` (INTERNAL). ``RemoteGraph`` is not a
 ``Pregel`` and is not seen.
@@ -48,6 +50,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from contextvars import ContextVar
 from typing import Any, Optional
 
 from opentelemetry.instrumentation.utils import unwrap
@@ -63,7 +66,8 @@ REQUIREMENTS = ("langgraph >= 1.0, < 2",)
 PROVIDER = "langgraph"
 
 _logger = logging.getLogger(__name__)
-_METHODS = ("stream", "astream")
+#: the graph whose next stream()/astream() in this context is the one its tracked invoke opens
+_OWN_STREAM: ContextVar[Any] = ContextVar("otel_agent_identity_langgraph_own_stream", default=None)
 _wrapped: list[tuple[Any, str]] = []
 _ensure_config: Any = None  # langgraph._internal._config.ensure_config, imported at instrument()
 _child_config: Any = None  # langchain_core.runnables.config.var_child_runnable_config
@@ -194,26 +198,34 @@ def _has_override(registry: Any, graph: Any) -> bool:
         return True
 
 
+def _start(handler: RunHandler, instance: Any, args: tuple, kwargs: dict) -> Any:
+    """The graph run of a call ``(self, input, config=None, ...)``, or None when not tracked."""
+    try:
+        config = args[1] if len(args) > 1 else kwargs.get("config")
+        run_id = config.get("run_id") if type(config) is dict else None
+        if run_id is not None:
+            run_id = _run_id(run_id, handler.registry.accepts)
+        if _has_override(handler.registry, instance):
+            session, rule = _ensure_config(instance.config, config), thread_rule
+        else:
+            session, rule = _as_id(effective_thread_id(instance.config, config)), _given_thread
+        return handler.start(
+            framework=NAME, agent=instance, session=session, args=args, kwargs=kwargs,
+            rule=rule, span=_span_spec(instance), run_id=run_id,
+        )
+    except Exception:  # noqa: BLE001 - never break the application
+        _logger.debug("otel-agent-identity: langgraph run not tracked", exc_info=True)
+        return None
+
+
 def _stream_wrapper(handler: RunHandler):
     """Wrapper of ``Pregel.stream``/``astream(self, input, config=None, *, ...)``."""
 
     def wrapper(wrapped, instance, args, kwargs):
-        try:
-            config = args[1] if len(args) > 1 else kwargs.get("config")
-            run_id = config.get("run_id") if type(config) is dict else None
-            if run_id is not None:
-                run_id = _run_id(run_id, handler.registry.accepts)
-            if _has_override(handler.registry, instance):
-                session, rule = _ensure_config(instance.config, config), thread_rule
-            else:
-                session, rule = _as_id(effective_thread_id(instance.config, config)), _given_thread
-            run = handler.start(
-                framework=NAME, agent=instance, session=session, args=args, kwargs=kwargs,
-                rule=rule, span=_span_spec(instance), run_id=run_id,
-            )
-        except Exception:  # noqa: BLE001 - never break the application
-            _logger.debug("otel-agent-identity: langgraph run not tracked", exc_info=True)
-            run = None
+        if _OWN_STREAM.get() is instance:  # opened by our invoke()/ainvoke(): part of its run
+            _OWN_STREAM.set(None)  # once: a node calling this graph's stream() again is a new run
+            return wrapped(*args, **kwargs)
+        run = _start(handler, instance, args, kwargs)
         if run is None:
             return wrapped(*args, **kwargs)
         return run.call(wrapped, args, kwargs)
@@ -221,8 +233,47 @@ def _stream_wrapper(handler: RunHandler):
     return wrapper
 
 
+def _invoke_wrapper(handler: RunHandler):
+    """Wrapper of ``Pregel.invoke(self, input, config=None, *, ...)``: one run, in scope for the
+    whole call (LangGraph's own loop over its stream, no caller code), so the stream it opens is
+    not wrapped per step."""
+
+    def wrapper(wrapped, instance, args, kwargs):
+        run = _start(handler, instance, args, kwargs)
+        if run is None:
+            return wrapped(*args, **kwargs)
+        token = _OWN_STREAM.set(instance)
+        try:
+            return run.call(wrapped, args, kwargs)
+        finally:
+            _OWN_STREAM.reset(token)
+
+    return wrapper
+
+
+def _ainvoke_wrapper(handler: RunHandler):
+    """Wrapper of ``Pregel.ainvoke``: as :func:`_invoke_wrapper`, awaited in the run's scope."""
+
+    def wrapper(wrapped, instance, args, kwargs):
+        run = _start(handler, instance, args, kwargs)
+        if run is None:
+            return wrapped(*args, **kwargs)
+        return run.call(_owning, (wrapped, instance, args, kwargs), {})
+
+    return wrapper
+
+
+async def _owning(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
+    """``await wrapped(*args, **kwargs)``, the astream it opens marked as its own."""
+    token = _OWN_STREAM.set(instance)
+    try:
+        return await wrapped(*args, **kwargs)
+    finally:
+        _OWN_STREAM.reset(token)
+
+
 def instrument(handler: RunHandler) -> None:
-    """Wrap ``Pregel.stream`` and ``Pregel.astream``.
+    """Wrap ``Pregel.stream``, ``.astream``, ``.invoke`` and ``.ainvoke``.
 
     Raises:
         ImportError / AttributeError: this langgraph lacks a piece we rely on (the instrumentor
@@ -238,8 +289,10 @@ def instrument(handler: RunHandler) -> None:
     _ensure_config, _child_config, _not_failures = ensure_config, var_child_runnable_config, (GraphBubbleUp,)
     _COORDINATES = tuple(_CHECKPOINT_COORDINATE_KEYS)
     _SPECS.clear()
-    for method in _METHODS:
-        wrap_function_wrapper(Pregel, method, _stream_wrapper(handler))
+    wrappers = (("stream", _stream_wrapper), ("astream", _stream_wrapper),
+                ("invoke", _invoke_wrapper), ("ainvoke", _ainvoke_wrapper))
+    for method, make in wrappers:
+        wrap_function_wrapper(Pregel, method, make(handler))
         _wrapped.append((Pregel, method))
 
 
