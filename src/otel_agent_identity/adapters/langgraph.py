@@ -116,11 +116,22 @@ def effective_thread_id(graph_config: Any, config: Any) -> Any:
     the enclosing run (``var_child_runnable_config``), which a checkpoint coordinate in either
     config's configurable drops. Configs that are not plain dicts go to ``ensure_config`` itself.
     """
+    inherited = _child_config.get()
+    if not inherited and graph_config is None:  # the common case: only the call's own config
+        if config is None:
+            return None
+        if type(config) is dict and "thread_id" not in config:
+            own = config.get("configurable")
+            if type(own) is dict:
+                return own.get("thread_id")
+    return _merged_thread_id(graph_config, config, inherited)
+
+
+def _merged_thread_id(graph_config: Any, config: Any, inherited: Any) -> Any:
     mine, bound = _configurable(config), _configurable(graph_config)
     if mine is _ODD or bound is _ODD:
         return _ensure_config(graph_config, config)["configurable"].get("thread_id")
     thread_id = None
-    inherited = _child_config.get()
     if inherited:
         conf = inherited.get("configurable")
         if conf:
@@ -188,13 +199,10 @@ def _span_spec(graph: Any) -> SpanSpec:
 
 
 def _has_override(registry: Any, graph: Any) -> bool:
-    """An extractor other than the thread rule reads the config: a registered override for the
-    graph's type, or the graph's own ``_get_otel_conversation_id``."""
-    if getattr(graph, "_get_otel_conversation_id", None) is not None:
-        return True
+    """A registered override for the graph's type (or a registry we cannot ask: assumed)."""
     try:
-        return bool(registry._by_type) and registry._override_for(type(graph)) is not None
-    except AttributeError:  # another registry: assume it reads the config
+        return registry._override_for(type(graph)) is not None
+    except AttributeError:
         return True
 
 
@@ -202,13 +210,19 @@ def _start(handler: RunHandler, instance: Any, args: tuple, kwargs: dict) -> Any
     """The graph run of a call ``(self, input, config=None, ...)``, or None when not tracked."""
     try:
         config = args[1] if len(args) > 1 else kwargs.get("config")
+        registry = handler.registry
         run_id = config.get("run_id") if type(config) is dict else None
         if run_id is not None:
-            run_id = _run_id(run_id, handler.registry.accepts)
-        if _has_override(handler.registry, instance):
+            run_id = _run_id(run_id, registry.accepts)
+        # an extractor other than the thread rule reads the whole effective config: an override
+        # registered for the graph's type, or the graph's own _get_otel_conversation_id
+        if getattr(instance, "_get_otel_conversation_id", None) is not None or (
+                getattr(registry, "_by_type", True) and _has_override(registry, instance)):
             session, rule = _ensure_config(instance.config, config), thread_rule
         else:
-            session, rule = _as_id(effective_thread_id(instance.config, config)), _given_thread
+            session, rule = effective_thread_id(instance.config, config), _given_thread
+            if type(session) is not str and session is not None:
+                session = _as_id(session)
         return handler.start(
             framework=NAME, agent=instance, session=session, args=args, kwargs=kwargs,
             rule=rule, span=_span_spec(instance), run_id=run_id,
