@@ -5,8 +5,8 @@ exactly once per graph run (``invoke``/``batch``/``stream_events`` -> ``stream``
 ``ainvoke``/``abatch``/``astream_events`` -> ``astream``), and ``.invoke``/``.ainvoke``: a run
 entered there is in scope for the whole call (only LangGraph's own loop runs between its steps),
 and the one stream it opens belongs to it (marked in a contextvar, consumed when opened). So each
-run gets one span and no entry point gets two. ``CompiledStateGraph`` (``StateGraph.compile()``, ``create_react_agent``,
-``langchain.agents.create_agent``) and ``@entrypoint`` graphs are ``Pregel`` subclasses. LangGraph
+run gets one span and no entry point gets two. ``CompiledStateGraph`` (``StateGraph.compile()``,
+``create_react_agent``, ``langchain.agents.create_agent``) and ``@entrypoint`` graphs are ``Pregel`` subclasses. LangGraph
 emits no OTel spans, so we create ``invoke_agent {graph.name}`` (INTERNAL). ``RemoteGraph`` is not a
 ``Pregel`` and is not seen.
 
@@ -31,7 +31,8 @@ is built only for a graph type with a registered override.
 - Nested graphs (a subgraph node, a graph invoked in a node with or without its own config) run
   while the parent's scope is current, so their span records the parent's execution id.
 
-The generator body runs only while it is iterated: the run core keeps the (async) generator shape,
+An ``invoke()``/``ainvoke()`` run is in scope from the call to its return. A ``stream()``/``astream()``
+generator body runs only while it is iterated: the run core keeps the (async) generator shape,
 makes the span current around each step only (never across the caller's code between steps) and
 ends it on exhaustion, error, ``close()``/``aclose()``, a ``break`` or garbage collection. Node
 tasks are submitted to LangGraph's executors during a step, with a copy of the step's context, so
