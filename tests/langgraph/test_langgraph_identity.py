@@ -107,7 +107,7 @@ def test_node_error_marks_the_span_and_reaches_the_caller(instrumentor, exporter
 
 
 def test_instrument_twice_and_uninstrument_restore(tracer_provider, exporter):
-    original = Pregel.stream, Pregel.astream
+    original = Pregel.stream, Pregel.astream, Pregel.invoke, Pregel.ainvoke
     for _ in range(2):
         inst = AgentIdentityInstrumentor()
         inst.instrument(tracer_provider=tracer_provider)
@@ -115,7 +115,7 @@ def test_instrument_twice_and_uninstrument_restore(tracer_provider, exporter):
         counter_graph("g").invoke({"x": 0})
         assert len(exporter.get_finished_spans()) == 1
         inst.uninstrument()
-        assert (Pregel.stream, Pregel.astream) == original
+        assert (Pregel.stream, Pregel.astream, Pregel.invoke, Pregel.ainvoke) == original
         exporter.clear()
         counter_graph("g").invoke({"x": 0})
         assert exporter.get_finished_spans() == ()

@@ -138,3 +138,53 @@ async def test_async_nested_graph_records_the_parent(instrumentor, exporter):
     runs = _by_name(exporter.get_finished_spans())
     child, top = runs["invoke_agent inline"], runs["invoke_agent parent"]
     assert child.attributes[CONV] == "conv-a" and child.attributes[PARENT] == top.attributes[EXEC]
+
+
+def _recursive(call):
+    """A graph whose node runs the same graph object again (via ``call``) until x reaches 2."""
+    depths = []
+
+    def step(state):
+        depths.append(state["x"])
+        if state["x"] < 2:
+            return {"x": call(graph, state["x"] + 1)}
+        return {"x": state["x"]}
+
+    graph = counter_graph("self", step)
+    return graph, depths
+
+
+def _check_chain(exporter, depths):
+    assert depths == [0, 1, 2]  # ground truth: three runs of the graph, one inside the other
+    runs = agent_spans(exporter.get_finished_spans())
+    assert len(runs) == 3 and len({r.attributes[EXEC] for r in runs}) == 3
+    inner, middle, outer = runs  # ended innermost first
+    assert PARENT not in outer.attributes
+    assert middle.attributes[PARENT] == outer.attributes[EXEC] and inner.attributes[PARENT] == middle.attributes[EXEC]
+    assert {r.attributes[CONV] for r in runs} == {"conv-self"}
+
+
+def test_a_node_streaming_its_own_graph_is_a_run_of_its_own(instrumentor, exporter):
+    # invoke() marks the one stream it opens as its own; the node's stream() of the same graph is not it
+    graph, depths = _recursive(lambda g, x: list(g.stream({"x": x}, stream_mode="values"))[-1]["x"])
+    assert graph.invoke({"x": 0}, {"configurable": {"thread_id": "conv-self"}}) == {"x": 2}
+    _check_chain(exporter, depths)
+
+
+async def test_an_async_node_streaming_its_own_graph_is_a_run_of_its_own(instrumentor, exporter):
+    async def step(state):
+        depths.append(state["x"])
+        if state["x"] < 2:
+            return {"x": [c async for c in graph.astream({"x": state["x"] + 1}, stream_mode="values")][-1]["x"]}
+        return {"x": state["x"]}
+
+    depths = []
+    graph = counter_graph("self", step)
+    assert await graph.ainvoke({"x": 0}, {"configurable": {"thread_id": "conv-self"}}) == {"x": 2}
+    _check_chain(exporter, depths)
+
+
+def test_a_node_invoking_its_own_graph_is_a_run_of_its_own(instrumentor, exporter):
+    graph, depths = _recursive(lambda g, x: g.invoke({"x": x})["x"])
+    assert graph.invoke({"x": 0}, {"configurable": {"thread_id": "conv-self"}}) == {"x": 2}
+    _check_chain(exporter, depths)

@@ -1,19 +1,24 @@
 """LangGraph (``langgraph`` 1.x).
 
-Wraps ``langgraph.pregel.Pregel.stream`` and ``.astream`` only: every entry point funnels through
-exactly one of them per graph run (``invoke``/``batch``/``stream_events`` -> ``stream``;
-``ainvoke``/``abatch``/``astream_events`` -> ``astream``), so each run gets one span and no entry
-point gets two. ``CompiledStateGraph`` (``StateGraph.compile()``, ``create_react_agent``,
-``langchain.agents.create_agent``) and ``@entrypoint`` graphs are ``Pregel`` subclasses. LangGraph
+Wraps ``langgraph.pregel.Pregel.stream`` and ``.astream``, through which every entry point funnels
+exactly once per graph run (``invoke``/``batch``/``stream_events`` -> ``stream``;
+``ainvoke``/``abatch``/``astream_events`` -> ``astream``), and ``.invoke``/``.ainvoke``: a run
+entered there is in scope for the whole call (only LangGraph's own loop runs between its steps),
+and the one stream it opens belongs to it (marked in a contextvar, consumed when opened). So each
+run gets one span and no entry point gets two. ``CompiledStateGraph`` (``StateGraph.compile()``,
+``create_react_agent``, ``langchain.agents.create_agent``) and ``@entrypoint`` graphs are ``Pregel`` subclasses. LangGraph
 emits no OTel spans, so we create ``invoke_agent {graph.name}`` (INTERNAL). ``RemoteGraph`` is not a
 ``Pregel`` and is not seen.
 
 Ids come from the run's **effective** config, the one ``Pregel.stream`` itself computes
 (``langgraph._internal._config.ensure_config(graph.config, config)``): a graph invoked in a node
 without a config inherits its parent's config through langchain-core's contextvar
-``var_child_runnable_config``; one given its own ``thread_id`` drops the inherited one. It is
-computed when ``stream()``/``astream()`` is called (LangGraph computes it again at the first step;
-the two differ only for a stream created in one node's context and first iterated in another's).
+``var_child_runnable_config``; one given its own ``thread_id`` (or another checkpoint coordinate)
+drops the inherited one. It is read when ``stream()``/``astream()`` is called (LangGraph computes
+it again at the first step; the two differ only for a stream created in one node's context and
+first iterated in another's). The thread id is read from the three configs with
+``ensure_config``'s own precedence, without building the merged config; the whole effective config
+is built only for a graph type with a registered override.
 
 - Conversation id, in order: a registered override for the graph's type; then this module's rule,
   ``config["configurable"]["thread_id"]`` (a str; an int or ``uuid.UUID`` as ``str()``). LangGraph
@@ -26,7 +31,8 @@ the two differ only for a stream created in one node's context and first iterate
 - Nested graphs (a subgraph node, a graph invoked in a node with or without its own config) run
   while the parent's scope is current, so their span records the parent's execution id.
 
-The generator body runs only while it is iterated: the run core keeps the (async) generator shape,
+An ``invoke()``/``ainvoke()`` run is in scope from the call to its return. A ``stream()``/``astream()``
+generator body runs only while it is iterated: the run core keeps the (async) generator shape,
 makes the span current around each step only (never across the caller's code between steps) and
 ends it on exhaustion, error, ``close()``/``aclose()``, a ``break`` or garbage collection. Node
 tasks are submitted to LangGraph's executors during a step, with a copy of the step's context, so
@@ -45,6 +51,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from contextvars import ContextVar
 from typing import Any, Optional
 
 from opentelemetry.instrumentation.utils import unwrap
@@ -60,11 +67,16 @@ REQUIREMENTS = ("langgraph >= 1.0, < 2",)
 PROVIDER = "langgraph"
 
 _logger = logging.getLogger(__name__)
-_METHODS = ("stream", "astream")
+#: the graph whose next stream()/astream() in this context is the one its tracked invoke opens
+_OWN_STREAM: ContextVar[Any] = ContextVar("otel_agent_identity_langgraph_own_stream", default=None)
 _wrapped: list[tuple[Any, str]] = []
 _ensure_config: Any = None  # langgraph._internal._config.ensure_config, imported at instrument()
+_child_config: Any = None  # langchain_core.runnables.config.var_child_runnable_config
+_COORDINATES: tuple = ()  # the configurable keys that address a checkpoint lineage (thread_id, ...)
 _not_failures: tuple = ()
 _warned: set[str] = set()
+_SPECS: dict[str, SpanSpec] = {}  # graph name -> its span: bounded (emptied when full)
+_SPECS_MAX = 256
 
 
 def thread_rule(graph: Any, config: Any, call: Any) -> Optional[Any]:
@@ -76,17 +88,86 @@ def thread_rule(graph: Any, config: Any, call: Any) -> Optional[Any]:
     configurable = config.get("configurable") if isinstance(config, dict) else None
     if not isinstance(configurable, dict):
         return None
-    thread_id = configurable.get("thread_id")
+    return _as_id(configurable.get("thread_id"))
+
+
+def _as_id(thread_id: Any) -> Any:
+    if type(thread_id) is str or thread_id is None:
+        return thread_id
     if isinstance(thread_id, uuid.UUID) or (isinstance(thread_id, int) and not isinstance(thread_id, bool)):
         return str(thread_id)
     return thread_id
 
 
-def _run_id(config: dict, accepts: Any) -> Optional[str]:
-    """``config["run_id"]`` as a str, or None (absent, malformed, or the enclosing run's own id)."""
-    run_id = config.get("run_id")
-    if run_id is None:
+def _given_thread(graph: Any, thread_id: Any, call: Any) -> Any:
+    """Framework rule when the adapter already read the effective thread id (see :func:`effective_thread_id`)."""
+    return thread_id
+
+
+def _not_empty(value: Any) -> bool:
+    return len(value) > 0 if isinstance(value, (list, tuple, dict)) else value is not None
+
+
+def effective_thread_id(graph_config: Any, config: Any) -> Any:
+    """``ensure_config(graph_config, config)["configurable"].get("thread_id")``, read without
+    building the merged config (the thread id as given: any type, or None).
+
+    Precedence as ``ensure_config``: ``config`` (a top-level ``thread_id`` key, then its
+    ``configurable``), then ``graph_config`` (``with_config``) likewise, then the configurable of
+    the enclosing run (``var_child_runnable_config``), which a checkpoint coordinate in either
+    config's configurable drops. Configs that are not plain dicts go to ``ensure_config`` itself.
+    """
+    inherited = _child_config.get()
+    if not inherited and graph_config is None:  # the common case: only the call's own config
+        if config is None:
+            return None
+        if type(config) is dict and "thread_id" not in config:
+            own = config.get("configurable")
+            if type(own) is dict:
+                return own.get("thread_id")
+    return _merged_thread_id(graph_config, config, inherited)
+
+
+def _merged_thread_id(graph_config: Any, config: Any, inherited: Any) -> Any:
+    mine, bound = _configurable(config), _configurable(graph_config)
+    if mine is _ODD or bound is _ODD:
+        return _ensure_config(graph_config, config)["configurable"].get("thread_id")
+    thread_id = None
+    if inherited:
+        conf = inherited.get("configurable")
+        if conf:
+            if type(conf) is not dict:
+                return _ensure_config(graph_config, config)["configurable"].get("thread_id")
+            if not any(own and any(_not_empty(own.get(k)) for k in _COORDINATES) for own in (bound, mine)):
+                thread_id = conf.get("thread_id")
+    for own, c in ((bound, graph_config), (mine, config)):
+        if own and "thread_id" in own:
+            thread_id = own["thread_id"]
+        if c:
+            top = c.get("thread_id")  # not a RunnableConfig key: ensure_config moves it into configurable
+            if top is not None and _not_empty(top):
+                thread_id = top
+    return thread_id
+
+
+_ODD = object()
+
+
+def _configurable(config: Any) -> Any:
+    """``config["configurable"]`` when ``config`` is None or a plain dict (None when absent or empty);
+    ``_ODD`` for a shape only ``ensure_config`` itself should read."""
+    if config is None:
         return None
+    if type(config) is not dict:
+        return _ODD
+    own = config.get("configurable")
+    if type(own) is dict:
+        return own or None
+    return None if own is None else _ODD
+
+
+def _run_id(run_id: Any, accepts: Any) -> Optional[str]:
+    """``config["run_id"]`` (not None) as a str, or None (malformed, or the enclosing run's own id)."""
     value = str(run_id) if isinstance(run_id, (str, uuid.UUID)) else None
     if value is None or not accepts(value):
         if "run_id" not in _warned:
@@ -99,30 +180,67 @@ def _run_id(config: dict, accepts: Any) -> Optional[str]:
 
 
 def _span_spec(graph: Any) -> SpanSpec:
+    """The run's span, one per graph name (a cached spec: read-only)."""
     name = getattr(graph, "name", None) or type(graph).__name__
+    try:
+        return _SPECS[name]
+    except (KeyError, TypeError):  # new, or an unhashable name
+        pass
     span_attrs = {
         attrs.GEN_AI_OPERATION_NAME: attrs.INVOKE_AGENT,
         attrs.GEN_AI_AGENT_NAME: str(name),
         attrs.GEN_AI_PROVIDER_NAME: PROVIDER,
     }
-    return SpanSpec(f"{attrs.INVOKE_AGENT} {name}", SpanKind.INTERNAL, span_attrs, _not_failures)
+    spec = SpanSpec(f"{attrs.INVOKE_AGENT} {name}", SpanKind.INTERNAL, span_attrs, _not_failures)
+    if type(name) is str:
+        if len(_SPECS) >= _SPECS_MAX:
+            _SPECS.clear()
+        _SPECS[name] = spec
+    return spec
+
+
+def _has_override(registry: Any, graph: Any) -> bool:
+    """A registered override for the graph's type (or a registry we cannot ask: assumed)."""
+    try:
+        return registry._override_for(type(graph)) is not None
+    except AttributeError:
+        return True
+
+
+def _start(handler: RunHandler, instance: Any, args: tuple, kwargs: dict) -> Any:
+    """The graph run of a call ``(self, input, config=None, ...)``, or None when not tracked."""
+    try:
+        config = args[1] if len(args) > 1 else kwargs.get("config")
+        registry = handler.registry
+        run_id = config.get("run_id") if type(config) is dict else None
+        if run_id is not None:
+            run_id = _run_id(run_id, registry.accepts)
+        # an extractor other than the thread rule reads the whole effective config: an override
+        # registered for the graph's type, or the graph's own _get_otel_conversation_id
+        if getattr(instance, "_get_otel_conversation_id", None) is not None or (
+                getattr(registry, "_by_type", True) and _has_override(registry, instance)):
+            session, rule = _ensure_config(instance.config, config), thread_rule
+        else:
+            session, rule = effective_thread_id(instance.config, config), _given_thread
+            if type(session) is not str and session is not None:
+                session = _as_id(session)
+        return handler.start(
+            framework=NAME, agent=instance, session=session, args=args, kwargs=kwargs,
+            rule=rule, span=_span_spec(instance), run_id=run_id,
+        )
+    except Exception:  # noqa: BLE001 - never break the application
+        _logger.debug("otel-agent-identity: langgraph run not tracked", exc_info=True)
+        return None
 
 
 def _stream_wrapper(handler: RunHandler):
     """Wrapper of ``Pregel.stream``/``astream(self, input, config=None, *, ...)``."""
 
     def wrapper(wrapped, instance, args, kwargs):
-        try:
-            config = args[1] if len(args) > 1 else kwargs.get("config")
-            effective = _ensure_config(instance.config, config)
-            run_id = _run_id(config, handler.registry.accepts) if isinstance(config, dict) else None
-            run = handler.start(
-                framework=NAME, agent=instance, session=effective, args=args, kwargs=kwargs,
-                rule=thread_rule, span=_span_spec(instance), run_id=run_id,
-            )
-        except Exception:  # noqa: BLE001 - never break the application
-            _logger.debug("otel-agent-identity: langgraph run not tracked", exc_info=True)
-            run = None
+        if _OWN_STREAM.get() is instance:  # opened by our invoke()/ainvoke(): part of its run
+            _OWN_STREAM.set(None)  # once: a node calling this graph's stream() again is a new run
+            return wrapped(*args, **kwargs)
+        run = _start(handler, instance, args, kwargs)
         if run is None:
             return wrapped(*args, **kwargs)
         return run.call(wrapped, args, kwargs)
@@ -130,21 +248,66 @@ def _stream_wrapper(handler: RunHandler):
     return wrapper
 
 
+def _invoke_wrapper(handler: RunHandler):
+    """Wrapper of ``Pregel.invoke(self, input, config=None, *, ...)``: one run, in scope for the
+    whole call (LangGraph's own loop over its stream, no caller code), so the stream it opens is
+    not wrapped per step."""
+
+    def wrapper(wrapped, instance, args, kwargs):
+        run = _start(handler, instance, args, kwargs)
+        if run is None:
+            return wrapped(*args, **kwargs)
+        token = _OWN_STREAM.set(instance)
+        try:
+            return run.call(wrapped, args, kwargs)
+        finally:
+            _OWN_STREAM.reset(token)
+
+    return wrapper
+
+
+def _ainvoke_wrapper(handler: RunHandler):
+    """Wrapper of ``Pregel.ainvoke``: as :func:`_invoke_wrapper`, awaited in the run's scope."""
+
+    def wrapper(wrapped, instance, args, kwargs):
+        run = _start(handler, instance, args, kwargs)
+        if run is None:
+            return wrapped(*args, **kwargs)
+        return run.call(_owning, (wrapped, instance, args, kwargs), {})
+
+    return wrapper
+
+
+async def _owning(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
+    """``await wrapped(*args, **kwargs)``, the astream it opens marked as its own."""
+    token = _OWN_STREAM.set(instance)
+    try:
+        return await wrapped(*args, **kwargs)
+    finally:
+        _OWN_STREAM.reset(token)
+
+
 def instrument(handler: RunHandler) -> None:
-    """Wrap ``Pregel.stream`` and ``Pregel.astream``.
+    """Wrap ``Pregel.stream``, ``.astream``, ``.invoke`` and ``.ainvoke``.
 
     Raises:
         ImportError / AttributeError: this langgraph lacks a piece we rely on (the instrumentor
             then skips the adapter with a warning).
     """
-    global _ensure_config, _not_failures
+    global _ensure_config, _child_config, _COORDINATES, _not_failures
+    from langchain_core.runnables.config import var_child_runnable_config
     from langgraph._internal._config import ensure_config
+    from langgraph._internal._constants import _CHECKPOINT_COORDINATE_KEYS
     from langgraph.errors import GraphBubbleUp
     from langgraph.pregel import Pregel
 
-    _ensure_config, _not_failures = ensure_config, (GraphBubbleUp,)
-    for method in _METHODS:
-        wrap_function_wrapper(Pregel, method, _stream_wrapper(handler))
+    _ensure_config, _child_config, _not_failures = ensure_config, var_child_runnable_config, (GraphBubbleUp,)
+    _COORDINATES = tuple(_CHECKPOINT_COORDINATE_KEYS)
+    _SPECS.clear()
+    wrappers = (("stream", _stream_wrapper), ("astream", _stream_wrapper),
+                ("invoke", _invoke_wrapper), ("ainvoke", _ainvoke_wrapper))
+    for method, make in wrappers:
+        wrap_function_wrapper(Pregel, method, make(handler))
         _wrapped.append((Pregel, method))
 
 
