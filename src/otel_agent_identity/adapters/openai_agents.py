@@ -49,6 +49,10 @@ _wrapped: list[tuple[Any, str]] = []
 _options: dict[str, Any] = {"group_id_as_conversation": False, "run_state": None}
 #: session -> scope of the run using it, for sessions whose id the service assigns during the run
 _pending: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictionary()
+#: agent name -> the span spec of its runs (see :func:`_spec_for`)
+_SPECS: dict[str, SpanSpec] = {}
+_SPECS_MAX = 256
+_NO_OPTIONS: dict[str, Any] = {}
 
 
 def conversation_rule(agent: Any, session: Any, call: Any) -> Optional[str]:
@@ -58,13 +62,18 @@ def conversation_rule(agent: Any, session: Any, call: Any) -> Optional[str]:
             return session.session_id  # OpenAIConversationsSession raises ValueError before turn 1
         except Exception:  # noqa: BLE001 - not known yet: read again after the run
             return None
-    options = call.kwargs or {}
+    options = call.kwargs or _NO_OPTIONS
     conversation_id = options.get("conversation_id")
-    if conversation_id is not None:
+    if conversation_id is not None:  # the common shape: no look at the input
         return conversation_id
-    state = call.args[1] if len(call.args) > 1 else options.get("input")
+    return _resumed_or_group(call.args, options)
+
+
+def _resumed_or_group(args: tuple, options: Any) -> Optional[str]:
+    """The rarer sources: a resumed ``RunState`` input's id, else the opted-in ``group_id``."""
+    state = args[1] if len(args) > 1 else options.get("input")
     run_state = _options["run_state"]
-    if run_state is not None and isinstance(state, run_state):  # a resumed run (e.g. after an approval)
+    if type(state) is not str and run_state is not None and isinstance(state, run_state):  # e.g. after an approval
         conversation_id = getattr(state, "_conversation_id", None)  # the SDK resumes with this id
         if conversation_id is not None:
             return conversation_id
@@ -79,11 +88,8 @@ def _last_agent(result: Any) -> dict[str, Any]:
     return {attrs.LAST_AGENT_NAME: name} if isinstance(name, str) else {}
 
 
-def _start(handler: RunHandler, args: tuple, kwargs: dict):
-    agent = args[0] if args else kwargs.get("starting_agent")
-    session = kwargs.get("session")
-    name = getattr(agent, "name", None) or type(agent).__name__
-    spec = SpanSpec(
+def _new_spec(name: Any) -> SpanSpec:
+    return SpanSpec(
         f"{attrs.INVOKE_AGENT} {name}",
         SpanKind.INTERNAL,
         {
@@ -93,8 +99,28 @@ def _start(handler: RunHandler, args: tuple, kwargs: dict):
         },
         on_end=_last_agent,
     )
+
+
+def _spec_for(agent: Any) -> SpanSpec:
+    """The span spec of a run of ``agent``, shared by the runs of agents with the same name (a
+    read-only value: the tracer copies its attributes); keyed by the name, so a renamed or cloned
+    agent gets its own."""
+    name = getattr(agent, "name", None)
+    if type(name) is not str or not name:
+        return _new_spec(name or type(agent).__name__)
+    spec = _SPECS.get(name)
+    if spec is None:
+        if len(_SPECS) >= _SPECS_MAX:  # names made per user or per request: stay bounded
+            _SPECS.clear()
+        spec = _SPECS[name] = _new_spec(name)
+    return spec
+
+
+def _start(handler: RunHandler, args: tuple, kwargs: dict):
+    agent = args[0] if args else kwargs.get("starting_agent")
+    session = kwargs.get("session")
     run = handler.start(framework=NAME, agent=agent, session=session, args=args, kwargs=kwargs,
-                        rule=conversation_rule, span=spec)
+                        rule=conversation_rule, span=_spec_for(agent))
     if run is None or run.scope.conversation_id is not None:
         return run
     try:  # the run has started (its span is open): nothing below may lose it
