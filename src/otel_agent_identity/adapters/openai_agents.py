@@ -41,6 +41,7 @@ from wrapt import wrap_function_wrapper
 from otel_agent_identity import attributes as attrs
 from otel_agent_identity._runs import RunHandler, SpanSpec
 from otel_agent_identity.scope import current_scope
+from otel_agent_identity.span_processor import set_trusted
 
 NAME = "openai_agents"
 REQUIREMENTS = ("openai-agents >= 0.24, < 0.25",)
@@ -83,9 +84,35 @@ def _resumed_or_group(args: tuple, options: Any) -> Optional[str]:
     return None
 
 
-def _last_agent(result: Any) -> dict[str, Any]:
-    name = getattr(getattr(result, "last_agent", None), "name", None)
-    return {attrs.LAST_AGENT_NAME: name} if isinstance(name, str) else {}
+def _record_last_agent(span: Any, result: Any) -> None:
+    """``agent_identity.last_agent.name`` (``result.last_agent.name``, a str) on the run's span while
+    it is open: a checked str goes straight into the span's store (``set_trusted``), not through
+    the SDK's validating ``set_attributes`` (~0.2 bare span per run)."""
+    try:
+        name = result.last_agent.name
+        if isinstance(name, str):
+            set_trusted(span, {attrs.LAST_AGENT_NAME: name})
+    except Exception:  # noqa: BLE001 - no last agent: the span ends without it
+        pass
+
+
+async def _run_recording(wrapped: Any, run: Any, args: tuple, kwargs: dict) -> Any:
+    """The SDK's ``run`` awaited by ``Run.call`` in the run's scope, and the last agent recorded."""
+    result = await wrapped(*args, **kwargs)
+    _record_last_agent(run.span, result)
+    return result
+
+
+def _record_when_done(run: Any, result: Any):
+    """A done callback of a streamed run's loop task, added before ``Run.finish_when_done``'s (the
+    loop calls them in order, so the span is still open): records the last agent of a run that
+    completed."""
+
+    def done(fut) -> None:
+        if not fut.cancelled() and fut.exception() is None:
+            _record_last_agent(run.span, result)
+
+    return done
 
 
 def _new_spec(name: Any) -> SpanSpec:
@@ -97,7 +124,6 @@ def _new_spec(name: Any) -> SpanSpec:
             attrs.GEN_AI_AGENT_NAME: str(name),
             attrs.GEN_AI_PROVIDER_NAME: attrs.PROVIDER_OPENAI,
         },
-        on_end=_last_agent,
     )
 
 
@@ -141,7 +167,8 @@ def _run_wrapper(handler: RunHandler):
             run = None
         if run is None:
             return wrapped(*args, **kwargs)
-        return run.call(wrapped, args, kwargs)
+        # an ``async def``: the SDK's run (and its argument check) starts when the caller awaits
+        return run.call(_run_recording, (wrapped, run, args, kwargs), _NO_OPTIONS)
 
     return wrapper
 
@@ -168,8 +195,10 @@ def _streamed_wrapper(handler: RunHandler):
         try:
             task = getattr(result, "run_loop_task", None)  # read after the call: cleanup may replace it
             if task is None:
+                _record_last_agent(run.span, result)
                 run.finish(result=result)
             else:
+                task.add_done_callback(_record_when_done(run, result))
                 run.finish_when_done(task, result)
         except Exception:  # noqa: BLE001
             run.finish()
