@@ -295,3 +295,20 @@ async def test_run_resumed_after_an_approval_keeps_its_server_conversation(instr
     spans = spans_named(exporter.get_finished_spans(), "invoke_agent cashier")
     assert [s.attributes.get(CONV) for s in spans] == ["conv_srv_9", "conv_srv_9"]
     assert spans[0].attributes[EXEC] != spans[1].attributes[EXEC]
+
+
+async def test_span_names_follow_the_agent_name_run_by_run(instrumentor, exporter):
+    # the span spec is shared by runs of agents with one name: a rename or a clone gets its own
+    agent = agent_with_tool("first", [reply_seen(), reply_seen()], tools=[])
+    await Runner.run(agent, "hi")
+    agent.name = "renamed"
+    await Runner.run(agent, "hi")
+    clone = agent.clone(name="cloned", model=ScriptedModel([reply_seen()]))
+    await Runner.run(clone, "hi")
+    nameless = agent.clone(name="", model=ScriptedModel([reply_seen()]))
+    await Runner.run(nameless, "hi")
+    spans = spans_named(exporter.get_finished_spans(), "invoke_agent")
+    assert [s.name for s in spans] == ["invoke_agent first", "invoke_agent renamed", "invoke_agent cloned",
+                                       "invoke_agent Agent"]
+    assert [s.attributes["gen_ai.agent.name"] for s in spans] == ["first", "renamed", "cloned", "Agent"]
+    assert [s.attributes[LAST_AGENT] for s in spans] == ["first", "renamed", "cloned", ""]

@@ -41,6 +41,7 @@ from wrapt import wrap_function_wrapper
 from otel_agent_identity import attributes as attrs
 from otel_agent_identity._runs import RunHandler, SpanSpec
 from otel_agent_identity.scope import current_scope
+from otel_agent_identity.span_processor import set_trusted
 
 NAME = "openai_agents"
 REQUIREMENTS = ("openai-agents >= 0.24, < 0.25",)
@@ -49,6 +50,10 @@ _wrapped: list[tuple[Any, str]] = []
 _options: dict[str, Any] = {"group_id_as_conversation": False, "run_state": None}
 #: session -> scope of the run using it, for sessions whose id the service assigns during the run
 _pending: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictionary()
+#: agent name -> the span spec of its runs (see :func:`_spec_for`)
+_SPECS: dict[str, SpanSpec] = {}
+_SPECS_MAX = 256
+_NO_OPTIONS: dict[str, Any] = {}
 
 
 def conversation_rule(agent: Any, session: Any, call: Any) -> Optional[str]:
@@ -58,13 +63,18 @@ def conversation_rule(agent: Any, session: Any, call: Any) -> Optional[str]:
             return session.session_id  # OpenAIConversationsSession raises ValueError before turn 1
         except Exception:  # noqa: BLE001 - not known yet: read again after the run
             return None
-    options = call.kwargs or {}
+    options = call.kwargs or _NO_OPTIONS
     conversation_id = options.get("conversation_id")
-    if conversation_id is not None:
+    if conversation_id is not None:  # the common shape: no look at the input
         return conversation_id
-    state = call.args[1] if len(call.args) > 1 else options.get("input")
+    return _resumed_or_group(call.args, options)
+
+
+def _resumed_or_group(args: tuple, options: Any) -> Optional[str]:
+    """The rarer sources: a resumed ``RunState`` input's id, else the opted-in ``group_id``."""
+    state = args[1] if len(args) > 1 else options.get("input")
     run_state = _options["run_state"]
-    if run_state is not None and isinstance(state, run_state):  # a resumed run (e.g. after an approval)
+    if type(state) is not str and run_state is not None and isinstance(state, run_state):  # e.g. after an approval
         conversation_id = getattr(state, "_conversation_id", None)  # the SDK resumes with this id
         if conversation_id is not None:
             return conversation_id
@@ -74,16 +84,39 @@ def conversation_rule(agent: Any, session: Any, call: Any) -> Optional[str]:
     return None
 
 
-def _last_agent(result: Any) -> dict[str, Any]:
-    name = getattr(getattr(result, "last_agent", None), "name", None)
-    return {attrs.LAST_AGENT_NAME: name} if isinstance(name, str) else {}
+def _record_last_agent(span: Any, result: Any) -> None:
+    """``agent_identity.last_agent.name`` (``result.last_agent.name``, a str) on the run's span while
+    it is open: a checked str goes straight into the span's store (``set_trusted``), not through
+    the SDK's validating ``set_attributes`` (~0.2 bare span per run)."""
+    try:
+        name = result.last_agent.name
+        if isinstance(name, str):
+            set_trusted(span, {attrs.LAST_AGENT_NAME: name})
+    except Exception:  # noqa: BLE001 - no last agent: the span ends without it
+        pass
 
 
-def _start(handler: RunHandler, args: tuple, kwargs: dict):
-    agent = args[0] if args else kwargs.get("starting_agent")
-    session = kwargs.get("session")
-    name = getattr(agent, "name", None) or type(agent).__name__
-    spec = SpanSpec(
+async def _run_recording(wrapped: Any, run: Any, args: tuple, kwargs: dict) -> Any:
+    """The SDK's ``run`` awaited by ``Run.call`` in the run's scope, and the last agent recorded."""
+    result = await wrapped(*args, **kwargs)
+    _record_last_agent(run.span, result)
+    return result
+
+
+def _record_when_done(run: Any, result: Any):
+    """A done callback of a streamed run's loop task, added before ``Run.finish_when_done``'s (the
+    loop calls them in order, so the span is still open): records the last agent of a run that
+    completed."""
+
+    def done(fut) -> None:
+        if not fut.cancelled() and fut.exception() is None:
+            _record_last_agent(run.span, result)
+
+    return done
+
+
+def _new_spec(name: Any) -> SpanSpec:
+    return SpanSpec(
         f"{attrs.INVOKE_AGENT} {name}",
         SpanKind.INTERNAL,
         {
@@ -91,10 +124,29 @@ def _start(handler: RunHandler, args: tuple, kwargs: dict):
             attrs.GEN_AI_AGENT_NAME: str(name),
             attrs.GEN_AI_PROVIDER_NAME: attrs.PROVIDER_OPENAI,
         },
-        on_end=_last_agent,
     )
+
+
+def _spec_for(agent: Any) -> SpanSpec:
+    """The span spec of a run of ``agent``, shared by the runs of agents with the same name (a
+    read-only value: the tracer copies its attributes); keyed by the name, so a renamed or cloned
+    agent gets its own."""
+    name = getattr(agent, "name", None)
+    if type(name) is not str or not name:
+        return _new_spec(name or type(agent).__name__)
+    spec = _SPECS.get(name)
+    if spec is None:
+        if len(_SPECS) >= _SPECS_MAX:  # names made per user or per request: stay bounded
+            _SPECS.clear()
+        spec = _SPECS[name] = _new_spec(name)
+    return spec
+
+
+def _start(handler: RunHandler, args: tuple, kwargs: dict):
+    agent = args[0] if args else kwargs.get("starting_agent")
+    session = kwargs.get("session")
     run = handler.start(framework=NAME, agent=agent, session=session, args=args, kwargs=kwargs,
-                        rule=conversation_rule, span=spec)
+                        rule=conversation_rule, span=_spec_for(agent))
     if run is None or run.scope.conversation_id is not None:
         return run
     try:  # the run has started (its span is open): nothing below may lose it
@@ -115,7 +167,8 @@ def _run_wrapper(handler: RunHandler):
             run = None
         if run is None:
             return wrapped(*args, **kwargs)
-        return run.call(wrapped, args, kwargs)
+        # an ``async def``: the SDK's run (and its argument check) starts when the caller awaits
+        return run.call(_run_recording, (wrapped, run, args, kwargs), _NO_OPTIONS)
 
     return wrapper
 
@@ -142,8 +195,10 @@ def _streamed_wrapper(handler: RunHandler):
         try:
             task = getattr(result, "run_loop_task", None)  # read after the call: cleanup may replace it
             if task is None:
+                _record_last_agent(run.span, result)
                 run.finish(result=result)
             else:
+                task.add_done_callback(_record_when_done(run, result))
                 run.finish_when_done(task, result)
         except Exception:  # noqa: BLE001
             run.finish()
