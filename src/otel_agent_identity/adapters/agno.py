@@ -108,15 +108,16 @@ class _Signature:
         return args[i] if i is not None and i < len(args) else None
 
 
-#: (kind, name, id) -> the run's SpanSpec: built once per agent, not per run (bounded: emptied when
-#: full). Shared by the runs of that agent: its attributes are only read (the SDK copies them).
+#: (kind, type, name, id) -> the run's SpanSpec: built once per agent, not per run (bounded: emptied
+#: when full; a renamed agent gets a new one). Shared by that agent's runs: its attributes are only
+#: read (the SDK copies them into each span).
 _SPECS: dict[tuple, SpanSpec] = {}
 _SPECS_MAX = 1024
 
 
 def _span_spec(instance: Any, kind: str) -> SpanSpec:
     raw_name, agent_id = getattr(instance, "name", None), getattr(instance, "id", None)
-    key = (kind, raw_name, agent_id)
+    key = (kind, type(instance), raw_name, agent_id)
     try:
         return _SPECS[key]
     except (KeyError, TypeError):  # TypeError: a name or id that is not hashable
