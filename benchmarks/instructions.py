@@ -144,6 +144,13 @@ def _workloads():
 
     w["OpenAI Agents Runner.run"] = oai
 
+    def agno():
+        import test_bench_agno as ab  # sets AGNO_TELEMETRY=false before agno is imported
+
+        return ab._turn(0)
+
+    w["Agno Agent.run"] = agno
+
     def child():
         return lambda: tracer.start_span("child").end()
 
@@ -162,7 +169,8 @@ def _workloads():
 
 
 INSTRUMENTED = {"AF steady turn", f"AF steady turn, {CONCURRENT} concurrent (per run)", "AF steady turn, 256-char id", "AF turn 1", "AF tool turn",
-                "AF steady turn, streamed", "LangGraph invoke", "LangGraph stream", "OpenAI Agents Runner.run"}
+                "AF steady turn, streamed", "LangGraph invoke", "LangGraph stream", "OpenAI Agents Runner.run",
+                "Agno Agent.run"}
 #: for the child span: bare = our processor registered but outside any run (the SDK calls it on every
 #: span); ours = the same span inside a run's scope, stamped
 PAIRS = {"child span, in a run scope": "child span"}

@@ -14,7 +14,6 @@ the benchmark's ``extra_info``. The ``agno-per-run`` group is the plain pytest-b
 from __future__ import annotations
 
 import os
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -24,15 +23,14 @@ sys.path.append(str(Path(__file__).resolve().parent.parent / "tests" / "agno")) 
 
 import pytest  # noqa: E402
 from agno.agent import Agent  # noqa: E402
-from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
 
+import interleaved  # noqa: E402
 from conftest import PROVIDER  # noqa: E402
 from offline_model import OfflineModel  # noqa: E402
 from otel_agent_identity import AgentIdentityInstrumentor  # noqa: E402
 
 CHILDREN = 20
 _tracer = PROVIDER.get_tracer("bench")
-_bare_tracer = TracerProvider().get_tracer("bench")
 
 
 def _turn(children: int):
@@ -65,37 +63,10 @@ def test_agno_run(benchmark, mode, children):
         inst.uninstrument()
 
 
-def _per_call(fn, n: int) -> float:
-    """µs of this thread's CPU per call (the sync turn runs in this thread): time the machine's
-    other processes take is not counted."""
-    start = time.thread_time()
-    for _ in range(n):
-        fn()
-    return (time.thread_time() - start) / n * 1e6
-
-
 def measure(rounds: int = 30, runs: int = 40, spans: int = 2000) -> dict[str, float]:
-    """Median µs per call of each variant over ``rounds`` interleaved rounds, and the ratios."""
-    turns = {c: _turn(c) for c in (0, CHILDREN)}
-    samples: dict[str, list[float]] = {}
-    inst = AgentIdentityInstrumentor()
-    for _ in range(rounds):
-        samples.setdefault("sdk_span", []).append(_per_call(lambda: _bare_tracer.start_span("s").end(), spans))
-        for mode in ("bare", "ours"):
-            if mode == "ours":
-                inst.instrument(tracer_provider=PROVIDER)
-            try:
-                for children, fn in turns.items():
-                    fn()  # warm
-                    samples.setdefault(f"{mode}_{children}", []).append(_per_call(fn, runs))
-            finally:
-                inst.uninstrument()
-    med = {k: statistics.median(v) for k, v in samples.items()}
-    per_run = med["ours_0"] - med["bare_0"]
-    per_child = (med[f"ours_{CHILDREN}"] - med[f"bare_{CHILDREN}"] - per_run) / CHILDREN
-    med.update(per_run_us=per_run, per_child_us=per_child, per_run_in_sdk_spans=per_run / med["sdk_span"],
-               per_child_in_sdk_spans=per_child / med["sdk_span"])
-    return med
+    """Median µs of this thread's CPU per call of each variant over ``rounds`` interleaved rounds, and
+    the ratios (see :func:`interleaved.measure`; the sync turn runs in this thread)."""
+    return interleaved.measure(_turn, CHILDREN, rounds, runs, spans, clock=time.thread_time)
 
 
 @pytest.mark.benchmark(group="agno-interleaved")

@@ -13,20 +13,17 @@ plain pytest-benchmark view of the same runs.
 
 from __future__ import annotations
 
-import statistics
-import time
 from typing import TypedDict
 
 import pytest
 from langgraph.graph import END, START, StateGraph
-from opentelemetry.sdk.trace import TracerProvider
 
+import interleaved
 from conftest import PROVIDER
 from otel_agent_identity import AgentIdentityInstrumentor
 
 CHILDREN = 20
 _tracer = PROVIDER.get_tracer("bench")
-_bare_tracer = TracerProvider().get_tracer("bench")
 
 
 class S(TypedDict):
@@ -61,36 +58,10 @@ def test_langgraph_run(benchmark, mode, children):
         inst.uninstrument()
 
 
-def _per_call(fn, n: int) -> float:
-    start = time.perf_counter()
-    for _ in range(n):
-        fn()
-    return (time.perf_counter() - start) / n * 1e6
-
-
 def measure(rounds: int = 40, runs: int = 100, spans: int = 2000) -> dict[str, float]:
-    """Median µs per call of each variant over ``rounds`` interleaved rounds, and the ratios."""
-    graphs = {c: _graph(c) for c in (0, CHILDREN)}
-    samples: dict[str, list[float]] = {}
-    inst = AgentIdentityInstrumentor()
-    for _ in range(rounds):
-        samples.setdefault("sdk_span", []).append(_per_call(lambda: _bare_tracer.start_span("s").end(), spans))
-        for mode in ("bare", "ours"):
-            if mode == "ours":
-                inst.instrument(tracer_provider=PROVIDER)
-            try:
-                for children, fn in graphs.items():
-                    fn()  # warm
-                    samples.setdefault(f"{mode}_{children}", []).append(_per_call(fn, runs))
-            finally:
-                if mode == "ours":
-                    inst.uninstrument()
-    med = {k: statistics.median(v) for k, v in samples.items()}
-    per_run = med["ours_0"] - med["bare_0"]
-    per_child = (med[f"ours_{CHILDREN}"] - med[f"bare_{CHILDREN}"] - per_run) / CHILDREN
-    med.update(per_run_us=per_run, per_child_us=per_child, per_run_in_sdk_spans=per_run / med["sdk_span"],
-               per_child_in_sdk_spans=per_child / med["sdk_span"])
-    return med
+    """Median µs per call of each variant over ``rounds`` interleaved rounds, and the ratios (see
+    :func:`interleaved.measure`)."""
+    return interleaved.measure(_graph, CHILDREN, rounds, runs, spans)
 
 
 @pytest.mark.benchmark(group="langgraph-interleaved")

@@ -316,3 +316,30 @@ async def test_background_stream_left_early_keeps_the_span_until_the_run_ends(in
     assert TOOL_CALLS[0][:2] == (truth, "conv-sse")
     (lookup,) = [s for s in spans if s.name == "weather lookup"]
     assert span.end_time >= lookup.end_time  # the span covers the work done after the client left
+
+
+def test_span_names_follow_each_agent_and_a_rename(instrumentor, exporter):
+    """The span spec is built once per agent (cached): each span still names its agent as it is at
+    the run's start (name, else the id Agno gives it on its first run, else its type: an unnamed
+    Agent and an unnamed Team each their own), and a renamed agent gets its new name."""
+    from agno.team import Team
+
+    from offline_model import OfflineModel
+
+    agent = make_agent(name=None, db=None, tools=[])
+    team = Team(members=[make_agent(name="member", db=None, tools=[])], model=OfflineModel())
+    expected = []
+
+    def run(owner, session_id):
+        expected.append((f"invoke_agent {owner.name or owner.id or type(owner).__name__}", owner.id))
+        owner.run("hi", session_id=session_id)
+
+    for _ in range(3):
+        run(agent, "conv_a")
+        run(team, "conv_t")
+    agent.name, agent.id = "renamed", "agent-7"
+    run(agent, "conv_a")
+    assert expected[:2] == [("invoke_agent Agent", None), ("invoke_agent Team", None)]
+    assert expected[-1] == ("invoke_agent renamed", "agent-7")
+    spans = [s for s in agent_spans(exporter.get_finished_spans()) if not s.name.endswith(" member")]
+    assert [(s.name, s.attributes.get("gen_ai.agent.id")) for s in spans] == expected

@@ -107,64 +107,91 @@ class _Signature:
         i = self.index.get(name)
         return args[i] if i is not None and i < len(args) else None
 
-    def with_run_id(self, args: tuple, kwargs: dict, run_id: str) -> tuple[tuple, dict]:
-        i = self.index.get("run_id")
-        if i is not None and i < len(args):
-            return args[:i] + (run_id,) + args[i + 1:], kwargs
-        return args, {**kwargs, "run_id": run_id}
+
+#: (kind, type, name, id) -> the run's SpanSpec: built once per agent, not per run (bounded: emptied
+#: when full; a renamed agent gets a new one). Shared by that agent's runs: its attributes are only
+#: read (the SDK copies them into each span).
+_SPECS: dict[tuple, SpanSpec] = {}
+_SPECS_MAX = 1024
 
 
 def _span_spec(instance: Any, kind: str) -> SpanSpec:
-    name = getattr(instance, "name", None) or getattr(instance, "id", None) or type(instance).__name__
+    raw_name, agent_id = getattr(instance, "name", None), getattr(instance, "id", None)
+    key = (kind, type(instance), raw_name, agent_id)
+    try:
+        return _SPECS[key]
+    except (KeyError, TypeError):  # TypeError: a name or id that is not hashable
+        pass
+    name = raw_name or agent_id or type(instance).__name__
     if kind == "workflow":
         operation = attrs.INVOKE_WORKFLOW
         span_attrs = {attrs.GEN_AI_OPERATION_NAME: operation, attrs.GEN_AI_WORKFLOW_NAME: str(name)}
     else:
         operation = attrs.INVOKE_AGENT
         span_attrs = {attrs.GEN_AI_OPERATION_NAME: operation, attrs.GEN_AI_AGENT_NAME: str(name)}
-        agent_id = getattr(instance, "id", None)
         if isinstance(agent_id, str) and agent_id:
             span_attrs[attrs.GEN_AI_AGENT_ID] = agent_id
     span_attrs[attrs.GEN_AI_PROVIDER_NAME] = PROVIDER
-    return SpanSpec(f"{operation} {name}", SpanKind.INTERNAL, span_attrs)
+    spec = SpanSpec(f"{operation} {name}", SpanKind.INTERNAL, span_attrs)
+    try:
+        if len(_SPECS) >= _SPECS_MAX:
+            _SPECS.clear()
+        _SPECS[key] = spec
+    except TypeError:
+        pass
+    return spec
 
 
-def _ids(method: str, sig: _Signature, instance: Any, args: tuple, kwargs: dict):
-    """(args, kwargs, run_id, session_id) for the call: the ids known before Agno's dispatch."""
-    session_id = sig.get(args, kwargs, "session_id")
-    run_id = sig.get(args, kwargs, "run_id")
-    if method.endswith("continue_run"):
-        previous = sig.get(args, kwargs, "run_response")
-        if session_id is None:
-            session_id = getattr(previous, "session_id", None)
-        if sig.get(args, kwargs, "fork") or sig.get(args, kwargs, "regenerate"):
-            return args, kwargs, None, session_id  # Agno gives the fork a new run id inside
-        return args, kwargs, getattr(previous, "run_id", None) or run_id, session_id
-    if not run_id:
-        run_id = str(uuid4())  # what Agno does itself when none is given
-        args, kwargs = sig.with_run_id(args, kwargs, run_id)
-    return args, kwargs, run_id, session_id
+def _known_session(instance: Any, session_id: Any) -> bool:
+    """The session id is known before Agno's dispatch (``session_rule``'s answer before the run)."""
+    if isinstance(session_id, str) and session_id:
+        return True
+    sid = getattr(instance, "session_id", None)
+    return isinstance(sid, str) and bool(sid)
 
 
 def _run_wrapper(handler: RunHandler, kind: str, method: str, sig: _Signature):
+    continued = method.endswith("continue_run")
+    bare_background = kind == "workflow" and method == "arun"  # not covered: Agno makes its id and task inside
+    handed_background = kind == "agent" and method == "arun"
+    # where the ids sit when they are not keywords (Workflow takes them positionally too)
+    session_at, run_at = sig.index.get("session_id"), sig.index.get("run_id")
+
     def wrapper(wrapped, instance, args, kwargs):
-        if kind == "workflow" and method == "arun" and sig.get(args, kwargs, "background"):
-            return wrapped(*args, **kwargs)  # not covered: Agno makes its run id and task inside
+        if bare_background and sig.get(args, kwargs, "background"):
+            return wrapped(*args, **kwargs)
         try:
-            call_args, call_kwargs, run_id, session_id = _ids(method, sig, instance, args, kwargs)
+            if continued:
+                call_args, call_kwargs, run_id, session_id = _continued_ids(sig, args, kwargs)
+            else:
+                session_id = kwargs.get("session_id")
+                if session_id is None and session_at is not None and session_at < len(args):
+                    session_id = args[session_at]
+                run_id = kwargs.get("run_id")
+                if run_id is None and run_at is not None and run_at < len(args):
+                    run_id = args[run_at]
+                call_args, call_kwargs = args, kwargs
+                if not run_id:
+                    run_id = str(uuid4())  # what Agno does itself when none is given
+                    if run_at is not None and run_at < len(args):
+                        call_args = args[:run_at] + (run_id,) + args[run_at + 1:]
+                    else:
+                        call_kwargs = {**kwargs, "run_id": run_id}
             run = handler.start(
                 framework=NAME, agent=instance, session=session_id, args=args, kwargs=kwargs,
                 rule=session_rule, span=_span_spec(instance, kind),
                 run_id=run_id if isinstance(run_id, str) else None,
             )
             runner = run
-            if run is not None and method == "arun" and kind == "agent" and sig.get(args, kwargs, "background"):
+            if run is not None and handed_background and sig.get(args, kwargs, "background"):
                 runner = run.hand_off()
                 _HANDOFFS[id(run.scope)] = runner
         except Exception:  # noqa: BLE001 - never break the application
             run = None
         if run is None:
             return wrapped(*args, **kwargs)
+        if _known_session(instance, session_id):  # Agno's resolver returns it: nothing to adopt
+            return runner.call(wrapped, call_args, call_kwargs)
         token = _RESOLVING.set((instance, run))  # the dispatch before the first await is synchronous
         try:
             return runner.call(wrapped, call_args, call_kwargs)
@@ -174,16 +201,29 @@ def _run_wrapper(handler: RunHandler, kind: str, method: str, sig: _Signature):
     return wrapper
 
 
+def _continued_ids(sig: _Signature, args: tuple, kwargs: dict):
+    """(args, kwargs, run_id, session_id) of a ``continue_run``/``acontinue_run`` call."""
+    session_id = sig.get(args, kwargs, "session_id")
+    run_id = sig.get(args, kwargs, "run_id")
+    previous = sig.get(args, kwargs, "run_response")
+    if session_id is None:
+        session_id = getattr(previous, "session_id", None)
+    if sig.get(args, kwargs, "fork") or sig.get(args, kwargs, "regenerate"):
+        return args, kwargs, None, session_id  # Agno gives the fork a new run id inside
+    return args, kwargs, getattr(previous, "run_id", None) or run_id, session_id
+
+
 def _resolver_wrapper(wrapped, instance, args, kwargs):
     """Around Agno's session resolution, ``(owner, session_id=None, user_id=None) -> (session_id,
     user_id)``: a run that started without a session id adopts the one Agno resolved."""
+    resolving = _RESOLVING.get()
+    if resolving is None:
+        return wrapped(*args, **kwargs)
     result = wrapped(*args, **kwargs)
     try:
-        resolving = _RESOLVING.get()
-        if resolving is not None:
-            owner = instance if instance is not None else (args[0] if args else None)
-            if owner is resolving[0]:
-                resolving[1].learn(result[0])
+        owner = instance if instance is not None else (args[0] if args else None)
+        if owner is resolving[0]:
+            resolving[1].learn(result[0])
     except Exception:  # noqa: BLE001
         pass
     return result
