@@ -169,7 +169,7 @@ class Run:
         self._call = call = _tuple_new(RunCall, (framework, args, kwargs, "before", None, outer))
         self._pre = pre = handler.registry.extract(agent, session, call, rule, agent_step)
         session_id = None
-        if session is not None and type(session) is not dict:
+        if session is not None and type(session) is not dict and type(session) is not str:  # a config, an id
             try:
                 session_id = session.session_id
             except Exception:  # noqa: BLE001 - absent, or not known yet (an OpenAI Agents

@@ -198,8 +198,11 @@ class ExtractorRegistry:
         """True when ``value`` is an acceptable id (see :meth:`problem`)."""
         return (type(value) is str and value in self._accepted) or self.problem(value) is None
 
-    def problem(self, value: Any) -> Optional[str]:
-        """Why ``value`` is not an acceptable id (None, non-string, empty, too long, control characters)."""
+    def problem(self, value: Any, remember: bool = True) -> Optional[str]:
+        """Why ``value`` is not an acceptable id (None, non-string, empty, too long, control characters).
+
+        ``remember``: an acceptable str is kept in the bounded set of known ids (conversation ids,
+        asked about on every turn); False for an id seen once (a run id)."""
         if type(value) is str and value in self._accepted:
             return None
         if not isinstance(value, str):
@@ -210,7 +213,7 @@ class ExtractorRegistry:
             return f"{len(value)} characters (max_id_length is {self.max_id_length})"
         if not value.isprintable():
             return "control or non-printable characters"
-        if type(value) is str:
+        if remember and type(value) is str:
             accepted = self._accepted
             if len(accepted) >= _ACCEPTED_MAX:
                 accepted.clear()

@@ -30,12 +30,12 @@ _warned: set[tuple[str, str]] = set()  # (what, kind of problem): bounded, whate
 _warned_lock = threading.Lock()
 
 
-def _checked(what: str, value: Any) -> Optional[str]:
+def _checked(what: str, value: Any, remember: bool = True) -> Optional[str]:
     """``value`` when it is an acceptable id (the extractor registry's test: a non-empty printable
     str within ``max_id_length``), else None with one warning per ``what`` and kind of problem."""
     from otel_agent_identity.extractors import registry  # the configured max_id_length
 
-    problem = registry.problem(value)
+    problem = registry.problem(value, remember)
     if problem is None:
         return value
     kind = problem.split(" ", 1)[-1] if problem[0].isdigit() else problem  # "N characters (...)" -> one kind
@@ -162,7 +162,7 @@ def new_execution_id(framework_run_id: Optional[str] = None) -> str:
     The supplied id applies to the first run started in the ``with`` block, in any task or thread
     that inherited its context; every other run, nested or concurrent, gets its own id.
     """
-    if framework_run_id and _checked("a framework run id", framework_run_id):
+    if framework_run_id and _checked("a framework run id", framework_run_id, remember=False):
         return framework_run_id
     supplied = _NEXT_EXECUTION_ID.get()
     if supplied:

@@ -181,6 +181,7 @@ def _run_wrapper(handler: RunHandler, kind: str, method: str, sig: _Signature):
                 framework=NAME, agent=instance, session=session_id, args=args, kwargs=kwargs,
                 rule=session_rule, span=_span_spec(instance, kind),
                 run_id=run_id if isinstance(run_id, str) else None,
+                recheck=not (isinstance(session_id, str) and session_id),  # a given session id stays
             )
             runner = run
             if run is not None and handed_background and sig.get(args, kwargs, "background"):

@@ -227,6 +227,7 @@ def _start(handler: RunHandler, instance: Any, args: tuple, kwargs: dict) -> Any
         return handler.start(
             framework=NAME, agent=instance, session=session, args=args, kwargs=kwargs,
             rule=rule, span=_span_spec(instance), run_id=run_id,
+            recheck=False,  # the thread id comes from the call's config: it cannot change during the run
         )
     except Exception:  # noqa: BLE001 - never break the application
         _logger.debug("otel-agent-identity: langgraph run not tracked", exc_info=True)

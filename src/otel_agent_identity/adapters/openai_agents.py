@@ -145,8 +145,9 @@ def _spec_for(agent: Any) -> SpanSpec:
 def _start(handler: RunHandler, args: tuple, kwargs: dict):
     agent = args[0] if args else kwargs.get("starting_agent")
     session = kwargs.get("session")
+    # without a session the id comes from the call's own arguments: no after-run check needed
     run = handler.start(framework=NAME, agent=agent, session=session, args=args, kwargs=kwargs,
-                        rule=conversation_rule, span=_spec_for(agent))
+                        rule=conversation_rule, span=_spec_for(agent), recheck=session is not None)
     if run is None or run.scope.conversation_id is not None:
         return run
     try:  # the run has started (its span is open): nothing below may lose it
