@@ -1,15 +1,21 @@
-"""Instructions per agent run and per child span, every variant interleaved in one process.
+"""Instructions per agent run and per child span: every variant, bare and instrumented, side by side.
 
-    .venv/bin/python benchmarks/instructions.py [--rounds R] [--n N] [--only PART,...|NAME$] [--wall]
+    .venv/bin/python benchmarks/instructions.py [--rounds R] [--n N] [--only PART,...|NAME$] [--wall] [--control]
 
-re-runs itself under ``valgrind --tool=callgrind --dump-before=os_getppid``: each ``os.getppid()``
-call below dumps the instructions counted since the previous one, so every segment (N runs, or 3N
-runs, of one variant) gets its own count in the same process. Per run = (count(3N) - count(N)) / 2N,
-which cancels the segment's fixed cost; rounds alternate all variants, so they all see the same
-interpreter state. Every figure is also given as a ratio to one bare SDK span (start + end on a
-provider without processors) measured the same way; instruction counts do not depend on the
-machine's load. Printed: median and spread (min-max over rounds) per variant, then the added cost
-of agent identity per variant (ours - bare of the same workload).
+runs one measuring process per mode at once, each under ``valgrind --tool=callgrind
+--dump-before=os_getppid``: ``bare`` (our processor registered and quiet) and ``ours`` (instrumented
+once, before any workload is built), with the same ``PYTHONHASHSEED``, so both execute the same
+sequence; ``--control`` adds a second bare process, whose difference to the first is the method's
+floor (it measures 0.00). Each ``os.getppid()`` below dumps the instructions counted since the
+previous one, so every segment (N runs, or 3N runs, of one variant) gets its own count. Per run =
+(count(3N) - count(N)) / 2N, which cancels the segment's fixed cost; rounds alternate all
+variants. Every figure is also a ratio to one bare SDK span (start + end on a provider without
+processors) measured in the same rounds; instruction counts do not depend on the machine's load.
+
+Why not both modes in one process: instrumenting and uninstrumenting between segments changes
+the wrapped classes, and the interpreter's specialised bytecode for the framework's code then
+runs deoptimised for a while; a bare workload measured right after such a cycle costs ~20 K
+instructions (0.2 span) more per Agent Framework turn than the same workload before it.
 """
 
 from __future__ import annotations
@@ -176,23 +182,24 @@ INSTRUMENTED = {"AF steady turn", f"AF steady turn, {CONCURRENT} concurrent (per
 PAIRS = {"child span, in a run scope": "child span"}
 
 
-def child_main(rounds: int, n: int, only: set, labels_path: str, wall: bool = False) -> None:
+def child_main(mode: str, rounds: int, n: int, only: set, labels_path: str, wall: bool = False) -> None:
+    """Measure every selected variant, round after round, in one mode: ``ours`` (instrumented once,
+    before anything is built) or ``bare`` (our processor registered, quiet: the instrumentor ran
+    and was undone before anything is built)."""
     from conftest import PROVIDER
     from otel_agent_identity import AgentIdentityInstrumentor
     from otel_agent_identity.scope import detach
 
-    workloads = _workloads()
     inst = AgentIdentityInstrumentor()
-    inst.instrument(tracer_provider=PROVIDER)  # attaches the processor once; later toggled per segment
-    inst.uninstrument()
+    inst.instrument(tracer_provider=PROVIDER)
+    if mode != "ours":
+        inst.uninstrument()
     variants = []
-    for name, make in workloads.items():
+    for name, make in _workloads().items():
         if only and not name.startswith("sdk span") and not any(o in name or o == name + "$" for o in only):
             continue
-        if name in INSTRUMENTED:
-            variants += [(name, "bare", make), (name, "ours", make)]
-        else:
-            variants.append((name, "", make))
+        if name in INSTRUMENTED or name.startswith("sdk span") or mode == "ours":  # child spans: ours only
+            variants.append((name, make))
     labels: list = []
     # counting starts here (--instr-atstart=no): imports and set-up run at valgrind's light speed
     if not wall:
@@ -200,94 +207,109 @@ def child_main(rounds: int, n: int, only: set, labels_path: str, wall: bool = Fa
     _marker()
     labels.append(None)
     for r in range(1, rounds + 1):  # each variant is warmed up before its segments
-        for name, mode, make in variants:
-            if mode == "ours" or name.startswith("child span"):
-                inst.instrument(tracer_provider=PROVIDER)
-            try:
-                fn = make()
-                for _ in range(3):
-                    fn()  # warm
-                gc.collect()
-                m = 20 if name.startswith(("sdk span", "child span")) else 1  # ~1/20 of a run
-                for k in (n * m, 3 * n * m):
-                    _marker()
-                    labels.append(None)
-                    start = time.thread_time_ns()
-                    for _ in range(k):
-                        fn()
-                    elapsed = time.thread_time_ns() - start
-                    _marker()
-                    labels.append([name, mode, k, r, elapsed])
-                token = getattr(fn, "token", None)
-                if token is not None:
-                    detach(token)
-            finally:
-                if inst.is_instrumented_by_opentelemetry:
-                    inst.uninstrument()
+        for name, make in variants:
+            fn = make()
+            for _ in range(3):
+                fn()  # warm
+            gc.collect()
+            m = 20 if name.startswith(("sdk span", "child span")) else 1  # ~1/20 of a run
+            for k in (n * m, 3 * n * m):
+                _marker()
+                labels.append(None)
+                start = time.thread_time_ns()
+                for _ in range(k):
+                    fn()
+                elapsed = time.thread_time_ns() - start
+                _marker()
+                labels.append([name, k, r, elapsed])
+            token = getattr(fn, "token", None)
+            if token is not None:
+                detach(token)
     Path(labels_path).write_text(json.dumps(labels))
 
 
-def parent_main(args) -> None:
-    out = tempfile.mkdtemp(prefix="cg-")
-    labels_path = os.path.join(out, "labels.json")
-    child = [sys.executable, __file__, "--child", "--rounds", str(args.rounds), "--n", str(args.n),
-             "--labels", labels_path] + (["--only", args.only] if args.only else []) + (["--wall"] if args.wall else [])
+def _measure(mode: str, args) -> subprocess.Popen:
+    """Start one measuring process; its results are read by :func:`_per_call`."""
+    out = tempfile.mkdtemp(prefix=f"cg-{mode}-")
+    child = [sys.executable, __file__, "--child", mode, "--rounds", str(args.rounds), "--n", str(args.n),
+             "--labels", os.path.join(out, "labels.json")] + (["--only", args.only] if args.only else []) + \
+        (["--wall"] if args.wall else [])
     cmd = child if args.wall else [
         "valgrind", "--tool=callgrind", "--instr-atstart=no", "--dump-before=os_getppid", "--dump-instr=no",
         "--dump-line=no", f"--callgrind-out-file={out}/cg.out"] + child
-    subprocess.run(cmd, check=True, stderr=None if args.wall else subprocess.DEVNULL)
-    labels = json.loads(Path(labels_path).read_text())
+    # the same hash seed in every process: dict and set layouts, so instruction counts, match
+    proc = subprocess.Popen(cmd, stderr=None if args.wall else subprocess.DEVNULL, env=dict(os.environ, PYTHONHASHSEED="0"))
+    proc.out = out
+    return proc
+
+
+def _per_call(out: str, wall: bool) -> dict:
+    """name -> {round: per call} of one process (per run for the concurrent variant)."""
+    labels = json.loads(Path(out, "labels.json").read_text())
     counts = {}
     for path in glob.glob(f"{out}/cg.out.*"):
-        idx = int(path.rsplit(".", 1)[1])
         with open(path) as f:
             for line in f:
                 if line.startswith("summary:"):
-                    counts[idx] = int(line.split()[1])
+                    counts[int(path.rsplit(".", 1)[1])] = int(line.split()[1])
     segs: dict = {}
     for i, label in enumerate(labels, start=1):
-        if label is None or (not args.wall and i not in counts):
+        if label is None or (not wall and i not in counts):
             continue
-        name, mode, k, r, ns = label
-        segs.setdefault((name, mode), {}).setdefault(r, {})[k] = ns / 1000 if args.wall else counts[i]
-    per: dict = {}  # (name, mode) -> {round: per call}
-    for key, rounds in segs.items():
+        name, k, r, ns = label
+        segs.setdefault(name, {}).setdefault(r, {})[k] = ns / 1000 if wall else counts[i]
+    per: dict = {}
+    for name, rounds in segs.items():
         for r, by_k in rounds.items():
             if len(by_k) == 2:
                 lo, hi = sorted(by_k)
-                runs = CONCURRENT if "concurrent" in key[0] else 1
-                per.setdefault(key, {})[r] = (by_k[hi] - by_k[lo]) / (hi - lo) / runs
-    units = per[("sdk span (unit)", "")]
+                per.setdefault(name, {})[r] = (by_k[hi] - by_k[lo]) / (hi - lo) / (CONCURRENT if "concurrent" in name else 1)
+    return per
+
+
+def parent_main(args) -> None:
+    modes = ["bare", "ours"] + (["control"] if args.control else [])
+    procs = {mode: _measure(mode, args) for mode in modes}  # side by side: one process per mode
+    for proc in procs.values():
+        if proc.wait() != 0:
+            raise SystemExit(f"a measuring process failed ({proc.args[:3]}...)")
+    per = {mode: _per_call(proc.out, args.wall) for mode, proc in procs.items()}
+    units = {mode: p["sdk span (unit)"] for mode, p in per.items()}
+    unit = statistics.median([v for u in units.values() for v in u.values()])
     what, scale = ("µs of thread CPU time", 1) if args.wall else ("K instructions (callgrind)", 1e3)
     print(f"per call, {what}; {args.rounds} rounds of N and 3N calls, N={args.n}; median [min-max] over rounds;"
-          f" unit = one bare SDK span = {statistics.median(units.values()) / scale:.2f}")
-    for (name, mode), by_r in per.items():
-        values = list(by_r.values())
-        ratios = [v / units[r] for r, v in by_r.items()]
-        print(f"  {name + (' / ' + mode if mode else ''):44s} {statistics.median(values) / scale:10.2f}  "
-              f"[{min(values) / scale:.2f}-{max(values) / scale:.2f}]  = {statistics.median(ratios):7.2f} spans")
-    print("added by agent identity, in bare SDK spans of the same round (median [min-max] over rounds):")
-    for name in dict.fromkeys(n for n, _ in per):
-        bare_key = (name, "bare") if (name, "bare") in per else ((PAIRS[name], "") if name in PAIRS else None)
-        ours_key = (name, "ours") if (name, "ours") in per else ((name, "") if name in PAIRS else None)
-        if bare_key is None or bare_key not in per or ours_key not in per:
-            continue
-        ours, bare = per[ours_key], per[bare_key]
-        diffs = [(ours[r] - bare[r]) / units[r] for r in ours if r in bare]
-        print(f"  {name:44s} +{statistics.median(diffs):5.2f}  [{min(diffs):.2f} - {max(diffs):.2f}]"
+          f" one process per mode; unit = one bare SDK span = {unit / scale:.2f}")
+    for mode in modes:
+        for name, by_r in per[mode].items():
+            values = list(by_r.values())
+            ratios = [v / units[mode][r] for r, v in by_r.items()]
+            print(f"  {name + ' / ' + mode:52s} {statistics.median(values) / scale:10.2f}  "
+                  f"[{min(values) / scale:.2f}-{max(values) / scale:.2f}]  = {statistics.median(ratios):7.2f} spans")
+    print("added by agent identity, in bare SDK spans (round r of ours minus round r of bare; median [min-max]):")
+    pairs = [(name, ("ours", name), ("bare", name)) for name in per["ours"] if name in per["bare"]
+             and not name.startswith("sdk span")]
+    pairs += [(name, ("ours", name), ("ours", bare)) for name, bare in PAIRS.items() if name in per["ours"]]
+    if args.control:
+        pairs += [(f"{name} (control: bare again)", ("control", name), ("bare", name))
+                  for name in per["control"] if name in per["bare"] and not name.startswith("sdk span")]
+    for label, (om, on), (bm, bn) in pairs:
+        ours, bare = per[om][on], per[bm][bn]
+        diffs = [(ours[r] - bare[r]) / units[om][r] for r in ours if r in bare]
+        print(f"  {label:52s} +{statistics.median(diffs):5.2f}  [{min(diffs):.2f} - {max(diffs):.2f}]"
               f"   (+{(statistics.median(ours.values()) - statistics.median(bare.values())) / scale:.2f})")
 
 
 if __name__ == "__main__":
     p = argparse.ArgumentParser()
-    p.add_argument("--child", action="store_true")
+    p.add_argument("--child", choices=("bare", "ours", "control"))
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--n", type=int, default=10)
     p.add_argument("--only", default="")
     p.add_argument("--labels", default="")
     p.add_argument("--wall", action="store_true", help="thread CPU time instead of callgrind instructions")
+    p.add_argument("--control", action="store_true", help="also a second bare process: the method's floor")
     a = p.parse_args()
     if a.child:
-        child_main(a.rounds, a.n, {o for o in a.only.split(",") if o}, a.labels, a.wall)
+        child_main(a.child, a.rounds, a.n, {o for o in a.only.split(",") if o}, a.labels, a.wall)
     else:
         parent_main(a)
