@@ -56,7 +56,7 @@ screenshots: venv collector zipkin system-deps
 bench: venv collector
 	@command -v valgrind >/dev/null || \
 	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq valgrind >/dev/null; }
-	$(PY) benchmarks/instructions.py
+	$(PY) benchmarks/instructions.py --control
 	$(PY) benchmarks/instructions.py --wall --rounds 15
 	$(PY) -m pytest benchmarks --benchmark-only --benchmark-columns=min,median,mean,ops --benchmark-sort=name
 	cd collector/processor/agentidentityprocessor && go test -run '^$$' -bench . -benchmem
