@@ -348,7 +348,7 @@ def _chat_wrapper(handler: RunHandler):
                     and current.get(attrs.GEN_AI_OPERATION_NAME) == "chat" and span.is_recording()):
                 handler.processor.watch(span, lambda sp: _correct_chat_span(sp, scope, instance))
         except Exception:  # noqa: BLE001
-            span = None
+            span = trace.INVALID_SPAN  # learning below then sets no attribute on it
         result = wrapped(*args, **kwargs)
         if scope.conversation_id is not None and not scope.provisional:
             return result
