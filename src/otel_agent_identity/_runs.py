@@ -24,11 +24,10 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from otel_agent_identity import attributes as attrs
 from otel_agent_identity import continuity, metrics
-from otel_agent_identity import boundary
 from otel_agent_identity.boundary import check_served
 from otel_agent_identity.extractors import SOURCE_FRAMEWORK, SOURCE_SERVICE, Extracted, Extractor, ExtractorRegistry, RunCall
 from otel_agent_identity.scope import _SCOPE, IdentityScope, new_execution_id
-from otel_agent_identity.span_processor import IdentitySpanProcessor, set_trusted
+from otel_agent_identity.span_processor import IdentitySpanProcessor, attributes_of, set_trusted
 
 _logger = logging.getLogger(__name__)
 #: how a run can stop that is not its failure: cancellation, a consumer closing a stream early
@@ -37,17 +36,6 @@ _PROCESSORS: "weakref.WeakKeyDictionary[Any, IdentitySpanProcessor]" = weakref.W
 _tuple_new = tuple.__new__  # a NamedTuple built without its Python-level __new__
 
 
-def _detach(token: Any) -> None:
-    try:
-        otel_context.detach(token)
-    except Exception:  # noqa: BLE001
-        pass
-
-
-def _attribute(span: Any, key: str) -> Any:
-    """``span.attributes.get(key)`` without the read-only view the SDK builds per access."""
-    plain = getattr(getattr(span, "_attributes", None), "_dict", None)
-    return (span.attributes or {}).get(key) if plain is None else plain.get(key)
 
 
 @dataclass
@@ -217,7 +205,10 @@ class Run:
     def exit(self, tokens: tuple) -> None:
         scope_token, ctx_token = tokens
         if ctx_token is not None:
-            _detach(ctx_token)
+            try:
+                otel_context.detach(ctx_token)
+            except Exception:  # noqa: BLE001
+                pass
         try:
             _SCOPE.reset(scope_token)
         except ValueError:  # created in another context (a stream finished in another task)
@@ -265,13 +256,12 @@ class Run:
         if post == pre and (effective is None if pre is None else pre[0] == effective):
             # the common turn: the same answer before and after, nothing learnt: the first attributes stand,
             # unless the framework set its own value on its span since
-            if effective is not None and _attribute(span, attrs.GEN_AI_CONVERSATION_ID) != effective:
+            if effective is not None and attributes_of(span).get(attrs.GEN_AI_CONVERSATION_ID) != effective:
                 set_trusted(span, {attrs.GEN_AI_CONVERSATION_ID: effective})
         else:
             effective = self._finish_changed(span, pre, post)
         if scope.parent_execution_id is None:  # the run serving an inbound hop, if any
-            if boundary._inbound_seen:  # else nothing to check (a module flag, no call)
-                check_served(effective)
+            check_served(effective)
         elif scope.parent_conversation_id:
             self._check_parent(span, effective)
 
@@ -279,7 +269,7 @@ class Run:
         """The post-run id differs from the run's: a continuity break, an id learnt during the run,
         or a fallback replaced. Returns the agent span's conversation id."""
         out = run_conversation_attributes(pre, post, self.scope.conversation_id)
-        current = span.attributes or {}
+        current = attributes_of(span)
         changed = {k: v for k, v in out.items() if current.get(k) != v}
         if changed:
             set_trusted(span, changed)
@@ -371,21 +361,14 @@ class Run:
                 self.finish(error=exc)
                 raise
         else:
-            ctx = self._ctx  # enter()/exit() inline: this runs once per run of every adapter
-            scope_token = _SCOPE.set(self.scope)
-            ctx_token = None if ctx is None else otel_context.attach(ctx)
+            tokens = self.enter()
             try:
                 result = wrapped(*args, **kwargs)
             except BaseException as exc:
                 self.finish(error=exc)
                 raise
             finally:
-                if ctx_token is not None:
-                    _detach(ctx_token)
-                try:
-                    _SCOPE.reset(scope_token)
-                except ValueError:
-                    pass
+                self.exit(tokens)
         if isinstance(result, CoroutineType):
             return self._await(result)
         return self.wrap_result(result)
@@ -432,21 +415,14 @@ class Run:
         future.add_done_callback(done)
 
     async def _await(self, coro):
-        ctx = self._ctx
-        scope_token = _SCOPE.set(self.scope)
-        ctx_token = None if ctx is None else otel_context.attach(ctx)
+        tokens = self.enter()
         try:
             result = await coro
         except BaseException as exc:
             self.finish(error=exc)
             raise
         finally:
-            if ctx_token is not None:
-                _detach(ctx_token)
-            try:
-                _SCOPE.reset(scope_token)
-            except ValueError:  # a coroutine finished in another context
-                pass
+            self.exit(tokens)
         self.finish(result=result)
         return result
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from typing import Callable, Optional
+from typing import Any, Callable, Mapping, Optional
 
 from opentelemetry.attributes import BoundedAttributes
 from opentelemetry.context import Context
@@ -39,6 +39,13 @@ class _IdentityKeepingAttributes(BoundedAttributes):
 
 
 _CAN_KEEP = hasattr(BoundedAttributes, "_setitem_locked")  # the SDK's eviction step (opentelemetry-api >= 1.39)
+
+
+def attributes_of(span: Span) -> Mapping[str, Any]:
+    """A span's attributes as a read-only-by-convention mapping: the SDK's own store when there is
+    one (``span.attributes`` builds a new view on every access), else ``span.attributes``."""
+    plain = getattr(getattr(span, "_attributes", None), "_dict", None)
+    return plain if plain is not None else (span.attributes or {})
 
 
 def set_trusted(span: Span, values: dict, keep_ours: bool = False) -> None:

@@ -44,6 +44,7 @@ from wrapt import wrap_function_wrapper
 
 from otel_agent_identity import attributes as attrs
 from otel_agent_identity._runs import RunHandler, SpanSpec
+from otel_agent_identity.span_processor import attributes_of
 from otel_agent_identity.scope import _SCOPE, current_scope, new_delegation_id
 
 _logger = logging.getLogger(__name__)
@@ -342,7 +343,7 @@ def _chat_wrapper(handler: RunHandler):
             return wrapped(*args, **kwargs)
         try:
             span = trace.get_current_span()  # the framework's chat span (it is current here)
-            current = _attributes_of(span)
+            current = attributes_of(span)
             # the framework set its value already and sets the same again with the response
             if (current.get(attrs.GEN_AI_CONVERSATION_ID) not in (None, scope.conversation_id)
                     and current.get(attrs.GEN_AI_OPERATION_NAME) == "chat" and span.is_recording()):
@@ -355,12 +356,6 @@ def _chat_wrapper(handler: RunHandler):
         return _learn_from(result, instance, scope, span)
 
     return wrapper
-
-
-def _attributes_of(span: Any) -> Any:
-    """The span's attributes, as a mapping (the SDK's store itself when there is one: no view built)."""
-    plain = getattr(getattr(span, "_attributes", None), "_dict", None)
-    return plain if plain is not None else (span.attributes or {})
 
 
 def _learn_from(result, instance, scope, span):
