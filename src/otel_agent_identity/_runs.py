@@ -194,7 +194,7 @@ class Run:
                                                          attributes=span_spec.attributes)
         finally:
             _SCOPE.reset(token)
-        set_trusted(span, self._first_attributes(), True)
+        set_trusted(span, self._first_attributes())
         self._ctx = trace.set_span_in_context(span)
 
     # -- scope -------------------------------------------------------------------------------
@@ -240,7 +240,7 @@ class Run:
 
     def _claim(self, span) -> None:
         """The framework's own invoke_agent span started in this run: enrich it, finish it as it ends."""
-        set_trusted(span, self._first_attributes(), True)
+        set_trusted(span, self._first_attributes())
         self._h.processor.watch(span, self._finish_span)
 
     def _finish_span(self, span, result: Any = None) -> None:
@@ -337,7 +337,7 @@ class Run:
             return False
         self._pre = Extracted(conversation_id, SOURCE_FRAMEWORK)
         if self.span is not None:
-            self.span.set_attributes(conversation_attributes(self._pre, None))
+            set_trusted(self.span, conversation_attributes(self._pre, None))
         return True
 
     def hand_off(self) -> "HandOff":

@@ -74,10 +74,13 @@ class IdentityScope:
         claim_agent_span: set by the run handler: called with the first ``invoke_agent`` span
             started in this scope.
         accepts: validates an id learned during the run (see :meth:`learn`).
+        span_ending: set by an adapter: called ``(span, scope)`` as a span stamped in this scope
+            ends (the SDK ``Span``, its end time set, before exporters see it) when its
+            ``gen_ai.conversation.id`` is not the scope's: something in the run overwrote it.
     """
 
     __slots__ = ("conversation_id", "execution_id", "delegation_id", "parent_execution_id", "parent_conversation_id",
-                 "session_id", "provisional", "owner", "attributes", "claim_agent_span", "accepts")
+                 "session_id", "provisional", "owner", "attributes", "claim_agent_span", "accepts", "span_ending")
 
     def __init__(self, conversation_id: Optional[str], execution_id: Optional[str], delegation_id: Optional[str] = None,
                  parent_execution_id: Optional[str] = None, parent_conversation_id: Optional[str] = None,
@@ -87,7 +90,7 @@ class IdentityScope:
         self.conversation_id, self.execution_id, self.delegation_id = conversation_id, execution_id, delegation_id
         self.parent_execution_id, self.parent_conversation_id = parent_execution_id, parent_conversation_id
         self.session_id, self.provisional, self.owner = session_id, provisional, owner
-        self.claim_agent_span, self.accepts = claim_agent_span, accepts
+        self.claim_agent_span, self.accepts, self.span_ending = claim_agent_span, accepts, None
         a: dict[str, Any] = {} if conversation_id is None else {attrs.GEN_AI_CONVERSATION_ID: conversation_id}
         if execution_id is not None:
             a[attrs.EXECUTION_ID] = execution_id

@@ -20,25 +20,66 @@ PROTECTED = frozenset({attrs.GEN_AI_CONVERSATION_ID, attrs.EXECUTION_ID, attrs.D
                        attrs.PARENT_EXECUTION_ID, attrs.PARENT_CONVERSATION_ID})
 
 
-class _IdentityKeepingAttributes(BoundedAttributes):
-    """A span's ``BoundedAttributes`` under a count limit: when full, the oldest attribute that is
-    not one of :data:`PROTECTED` is evicted (the SDK evicts the oldest, which is ours: we stamp at
-    start). Installed by changing the class of the span's own store; nothing else differs."""
+#: spans we wrote ids on, while open, by span id: ``(our attributes, the run's scope or None)``.
+#: At the span's end (:meth:`IdentitySpanProcessor._on_ending`) the ids a count limit evicted are
+#: put back (the SDK evicts the oldest attribute first, which is ours: we write at start), and the
+#: run's ``span_ending`` hook sees a span whose conversation id was overwritten. Emptied when full
+#: (spans that never end): bounded.
+_KEPT: dict[int, tuple] = {}
+_KEPT_MAX = 16384
 
-    def _setitem_locked(self, key, value) -> None:
-        plain = self._dict
-        if key in plain:
-            del plain[key]
-        if self.maxlen is not None and len(plain) >= self.maxlen:
+
+def _keep(span: Span, values: dict, scope: Any = None) -> None:
+    """Remember ``values`` (ours, on ``span``) to restore at its end if the count limit evicts them,
+    and the run's ``scope`` (a stamp) for its ``span_ending`` hook."""
+    try:
+        sid = span._context.span_id
+    except AttributeError:
+        return
+    kept = _KEPT.get(sid)
+    if kept is None:
+        if len(_KEPT) >= _KEPT_MAX:
+            _KEPT.clear()
+        _KEPT[sid] = (values, scope)
+    else:
+        _KEPT[sid] = ({**kept[0], **values}, kept[1] if scope is None else scope)
+
+
+def set_ids(span: Span, values: dict) -> None:
+    """``span.set_attributes(values)`` for ids that are not checked ones of ours (e.g. an A2A
+    ``contextId`` as the server sent it): the SDK validates them; under a count limit, an evicted
+    one is put back as the span ends, as by :func:`set_trusted`."""
+    span.set_attributes(values)
+    if getattr(getattr(span, "_attributes", None), "maxlen", None) is not None:
+        _keep(span, values)
+
+
+def replace_ending(span: Span, key: str, value: Optional[str]) -> None:
+    """On a span that is ending (a ``span_ending`` hook): replace the value of ``key``, which it
+    has, by ``value`` (a checked id, cut to ``max_value_len`` as the SDK cuts str values), or remove
+    it when ``value`` is None. In place: the span's store takes no API writes any more."""
+    store = span._attributes
+    if value is None:
+        store._dict.pop(key, None)
+    elif key in store._dict:
+        cut = store.max_value_len
+        store._dict[key] = value if cut is None else value[:cut]
+
+
+def _restore(store: BoundedAttributes, kept: dict) -> None:
+    """Put back our ids the count limit evicted from an ending span's ``store``, each in place of the
+    oldest attribute that is not one of :data:`PROTECTED` (the eviction was counted in ``dropped``
+    already), cut to ``max_value_len`` as the SDK cuts str values."""
+    plain, maxlen, cut = store._dict, store.maxlen, store.max_value_len
+    for key, value in kept.items():
+        if key not in PROTECTED or key in plain or type(value) is not str:
+            continue
+        if maxlen is not None and len(plain) >= maxlen:
             victim = next((k for k in plain if k not in PROTECTED), None)
             if victim is None:
-                victim = next(iter(plain))
+                return
             del plain[victim]
-            self.dropped += 1
-        plain[key] = value
-
-
-_CAN_KEEP = hasattr(BoundedAttributes, "_setitem_locked")  # the SDK's eviction step (opentelemetry-api >= 1.39)
+        plain[key] = value[:cut] if cut is not None and type(value) is str else value
 
 
 def attributes_of(span: Span) -> Mapping[str, Any]:
@@ -48,12 +89,13 @@ def attributes_of(span: Span) -> Mapping[str, Any]:
     return plain if plain is not None else (span.attributes or {})
 
 
-def set_trusted(span: Span, values: dict, keep_ours: bool = False) -> None:
+def set_trusted(span: Span, values: dict, scope: Any = None) -> None:
     """Set attributes whose values are ours and already valid (checked id strings, bools) on a
     recording span: straight into the span's attribute store when no SDK limit applies to them
     (the SDK's per-value validation is most of a ``set_attributes`` call), else through the public
-    API, which applies the limits exactly as on every other span. ``keep_ours``: under a count
-    limit, later evictions spare our ids (see :class:`_IdentityKeepingAttributes`).
+    API, which applies the limits exactly as on every other span. Under a count limit, our ids
+    among ``values`` that the SDK evicts later are put back as the span ends (see :func:`_restore`);
+    ``scope``: the run whose stamp this is (its ``span_ending`` hook then applies to the span).
 
     No lock: only the thread that started or is ending the span writes here, and one
     ``dict.update`` of str keys is atomic under the GIL.
@@ -65,9 +107,9 @@ def set_trusted(span: Span, values: dict, keep_ours: bool = False) -> None:
     except AttributeError:  # not an SDK span: the API decides
         open_ = False
     if open_:
+        if maxlen is not None or scope is not None:
+            _keep(span, values, scope)
         if maxlen is not None:
-            if keep_ours and type(store) is BoundedAttributes and _CAN_KEEP:
-                store.__class__ = _IdentityKeepingAttributes
             if len(plain) + len(values) > maxlen:
                 open_ = False
         if open_ and store.max_value_len is None:
@@ -108,16 +150,35 @@ class IdentitySpanProcessor(SpanProcessor):
             store = span._attributes
             if type(store) is BoundedAttributes and store.max_value_len is None and span._end_time is None:
                 plain, maxlen = store._dict, store.maxlen
-                if maxlen is None:
+                if maxlen is None or len(plain) + len(attributes) <= maxlen:
                     plain.update(attributes)
-                    return
-                if len(plain) + len(attributes) <= maxlen and _CAN_KEEP:
-                    store.__class__ = _IdentityKeepingAttributes
-                    plain.update(attributes)
+                    if maxlen is not None or scope.span_ending is not None:
+                        if len(_KEPT) >= _KEPT_MAX:
+                            _KEPT.clear()
+                        _KEPT[span._context.span_id] = (attributes, scope)
                     return
         except AttributeError:
             pass
-        set_trusted(span, attributes, keep_ours=True)
+        set_trusted(span, attributes, scope)
+
+    def _on_ending(self, span: Span) -> None:
+        """The SDK's hook as a span ends (end time set, before any processor's ``on_end``): our ids
+        that the attribute count limit evicted are put back; a span whose conversation id is not
+        the run's any more goes to the run's ``span_ending`` hook (see
+        :class:`~otel_agent_identity.scope.IdentityScope`)."""
+        try:
+            kept = _KEPT.pop(span._context.span_id, None)
+            if kept is None:
+                return
+            store = span._attributes
+            if store.dropped:
+                _restore(store, kept[0])
+            scope = kept[1]
+            if scope is not None and scope.span_ending is not None and \
+                    store._dict.get(attrs.GEN_AI_CONVERSATION_ID) != scope.conversation_id:
+                scope.span_ending(span, scope)
+        except Exception:  # noqa: BLE001 - never break the span's end
+            _logger.debug("otel-agent-identity: could not finish an ending span", exc_info=True)
 
     def watch(self, span: Span, finisher: Finisher) -> None:
         """Call ``finisher(span)`` once, just before ``span`` ends, while it still takes attributes.

@@ -28,6 +28,7 @@ from otel_agent_identity import attributes as attrs
 from otel_agent_identity import boundary, continuity, metrics
 from otel_agent_identity.adapters import _a2a_attrs as facts
 from otel_agent_identity.scope import delegation_id_of
+from otel_agent_identity.span_processor import set_ids
 
 _logger = logging.getLogger(__name__)
 _PROPAGATOR = TraceContextTextMapPropagator()
@@ -125,7 +126,7 @@ def observe(span: Any, event: Any, requested: Optional[str] = None) -> None:
         span.set_attributes(facts.event_attributes(seen))
         facts.mark_failed_task(span, seen)
         if seen.get("context_id"):
-            span.set_attribute(attrs.GEN_AI_CONVERSATION_ID, seen["context_id"])
+            set_ids(span, {attrs.GEN_AI_CONVERSATION_ID: seen["context_id"]})
             if facts.mark_changed(span, requested, seen["context_id"]):
                 metrics.count(metrics.CONVERSATION_CHANGES, agent=_span_agent(span), framework="a2a",
                               reason=metrics.REASON_SERVED)

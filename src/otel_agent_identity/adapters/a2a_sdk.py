@@ -39,6 +39,7 @@ from otel_agent_identity._runs import RunHandler, SpanSpec
 from otel_agent_identity.adapters import _a2a_attrs as facts
 from otel_agent_identity.adapters._a2a_server import server_wrapper
 from otel_agent_identity.scope import current_scope, new_delegation_id
+from otel_agent_identity.span_processor import set_trusted
 
 NAME = "a2a"
 REQUIREMENTS = ("a2a-sdk >= 1.3, < 2",)
@@ -137,7 +138,7 @@ def _begin_send(handler: RunHandler, client: Any, args: tuple, kwargs: dict):
             scope.refresh()
         request_attrs.pop(attrs.GEN_AI_CONVERSATION_ID, None)  # the A2AAgent extractor's to set (requested_id stays)
         span.set_attributes(request_attrs)
-        span.set_attribute(attrs.DELEGATION_ID, did)
+        set_trusted(span, {attrs.DELEGATION_ID: did})
         kwargs["context"] = inject_trace_context(kwargs.get("context"))
         memo = _check_restart(span, scope.parent_conversation_id, client, message, "agent_framework")
         return None, span, None, kwargs, memo
@@ -218,7 +219,7 @@ class SendStream(wrapt.ObjectProxy):
                 target.context_id = assigned  # first turn: the server's id
             scope = self._self_scope
             if assigned and scope is not None and scope.learn(assigned) and target is None and span.is_recording():
-                span.set_attribute(attrs.GEN_AI_CONVERSATION_ID, assigned)
+                set_trusted(span, {attrs.GEN_AI_CONVERSATION_ID: scope.conversation_id})
             if span.is_recording():
                 span.set_attributes(facts.event_attributes(observed))
                 facts.mark_failed_task(span, observed)

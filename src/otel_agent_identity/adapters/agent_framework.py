@@ -44,7 +44,7 @@ from wrapt import wrap_function_wrapper
 
 from otel_agent_identity import attributes as attrs
 from otel_agent_identity._runs import RunHandler, SpanSpec
-from otel_agent_identity.span_processor import attributes_of
+from otel_agent_identity.span_processor import attributes_of, replace_ending, set_trusted
 from otel_agent_identity.scope import _SCOPE, current_scope, new_delegation_id
 
 _logger = logging.getLogger(__name__)
@@ -267,6 +267,7 @@ def _run_wrapper(handler: RunHandler, kind: str):
                 run = None
             if run is None:
                 return wrapped(*args, **kwargs)
+            run.scope.span_ending = _chat_span_ending
             return run.call(wrapped, args, kwargs)
 
         return agent_wrapper
@@ -312,48 +313,38 @@ def _learn(scope: Any, span: Any, response: Any, client: Any = None) -> None:
     if _is_response_id(client, cid) or (_is_local_sentinel is not None and _is_local_sentinel(cid)):
         return
     if scope.learn(cid) and span.is_recording():
-        span.set_attribute(attrs.GEN_AI_CONVERSATION_ID, scope.conversation_id)  # the open chat span
+        set_trusted(span, {attrs.GEN_AI_CONVERSATION_ID: scope.conversation_id})  # the open chat span
 
 
-def _correct_chat_span(span: Any, scope: Any, client: Any) -> None:
-    """The framework's chat telemetry sets ``gen_ai.conversation.id`` after the span started (so
-    after our stamp), and again with the response, to the chat option ``conversation_id``: for a
-    Responses chain, the previous response id. Just before the chat span ends, the run's id
-    replaces it; without one, a response id is removed (it stays on the previous chat span as
-    ``gen_ai.response.id``)."""
-    try:
-        if not span.is_recording():
-            return
-        current = (span.attributes or {}).get(attrs.GEN_AI_CONVERSATION_ID)
-        if scope.conversation_id is not None:
-            if current is not None and current != scope.conversation_id:
-                span.set_attribute(attrs.GEN_AI_CONVERSATION_ID, scope.conversation_id)
-        elif _is_response_id(client, current):
-            store = getattr(span, "_attributes", None)  # the SDK's BoundedAttributes: no public delete
-            with store._lock:
-                del store._dict[attrs.GEN_AI_CONVERSATION_ID]
-    except Exception:  # noqa: BLE001
-        _logger.debug("otel-agent-identity: could not correct a chat span", exc_info=True)
+def _chat_span_ending(span: Any, scope: Any) -> None:
+    """``span_ending`` of an ``Agent`` run's scope: a span of the run ends whose
+    ``gen_ai.conversation.id`` is not the run's. The framework's chat telemetry sets it after the
+    span started (so over our stamp), and again with the response, to the chat option
+    ``conversation_id``: for a Responses chain, the previous response id. On a chat span the run's
+    id replaces it; without one, a response id is removed (it stays on the previous chat span as
+    ``gen_ai.response.id``). Other spans keep what was set. The span has ended (the SDK's
+    ``_on_ending``, before exporters see it): see :func:`replace_ending`."""
+    plain = attributes_of(span)
+    if plain.get(attrs.GEN_AI_OPERATION_NAME) != "chat":
+        return
+    current = plain.get(attrs.GEN_AI_CONVERSATION_ID)
+    if scope.conversation_id is not None:
+        if current is not None:
+            replace_ending(span, attrs.GEN_AI_CONVERSATION_ID, scope.conversation_id)
+    elif _is_response_id(getattr(scope.owner, "client", None), current):
+        replace_ending(span, attrs.GEN_AI_CONVERSATION_ID, None)
 
 
 def _chat_wrapper(handler: RunHandler):
     def wrapper(wrapped, instance, args, kwargs):
         scope = _SCOPE.get()
-        if scope is None:
-            return wrapped(*args, **kwargs)
+        if scope is None or (scope.conversation_id is not None and not scope.provisional):
+            return wrapped(*args, **kwargs)  # nothing to learn (the chat span is corrected as it ends)
         try:
             span = trace.get_current_span()  # the framework's chat span (it is current here)
-            current = attributes_of(span)
-            # the framework set its value already and sets the same again with the response
-            if (current.get(attrs.GEN_AI_CONVERSATION_ID) not in (None, scope.conversation_id)
-                    and current.get(attrs.GEN_AI_OPERATION_NAME) == "chat" and span.is_recording()):
-                handler.processor.watch(span, lambda sp: _correct_chat_span(sp, scope, instance))
         except Exception:  # noqa: BLE001
             span = trace.INVALID_SPAN  # learning below then sets no attribute on it
-        result = wrapped(*args, **kwargs)
-        if scope.conversation_id is not None and not scope.provisional:
-            return result
-        return _learn_from(result, instance, scope, span)
+        return _learn_from(wrapped(*args, **kwargs), instance, scope, span)
 
     return wrapper
 

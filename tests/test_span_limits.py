@@ -1,0 +1,82 @@
+"""Our ids under the SDK's span limits, on a provider of its own: the count limit evicts the oldest
+attribute first (ours: we stamp at start), and the processor puts our ids back as the span ends,
+before any exporter's ``on_end`` sees it; nothing is kept for a span once it ended."""
+
+from __future__ import annotations
+
+from opentelemetry.sdk.trace import SpanLimits, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from otel_agent_identity import span_processor
+from otel_agent_identity.scope import IdentityScope, attach, detach
+from otel_agent_identity.span_processor import IdentitySpanProcessor
+
+CONV, EXEC = "gen_ai.conversation.id", "agent_identity.execution.id"
+
+
+def _provider(**limits):
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider(span_limits=SpanLimits(**limits))
+    provider.add_span_processor(SimpleSpanProcessor(exporter))  # before ours, as an application sets it up
+    provider.add_span_processor(IdentitySpanProcessor())
+    return provider.get_tracer("limits"), exporter
+
+
+def _in_scope(fn):
+    token = attach(IdentityScope("conv_limits", "e" * 32))
+    try:
+        return fn()
+    finally:
+        detach(token)
+
+
+def test_count_limit_keeps_our_ids_and_the_newest_of_the_rest():
+    tracer, exporter = _provider(max_span_attributes=4)
+
+    def crowded():
+        span = tracer.start_span("chat", attributes={"a0": 0})
+        for i in range(1, 9):
+            span.set_attribute(f"a{i}", i)  # the framework's attributes, after our stamp
+        span.end()
+
+    _in_scope(crowded)
+    (span,) = exporter.get_finished_spans()
+    assert dict(span.attributes) == {"a7": 7, "a8": 8, CONV: "conv_limits", EXEC: "e" * 32}
+    assert span.dropped_attributes == 9 + 2 - 4  # every attribute set, ours included, minus the kept
+    assert not span_processor._KEPT
+
+
+def test_count_and_length_limits_cut_our_ids_as_the_sdk_cuts_every_value():
+    tracer, exporter = _provider(max_span_attributes=3, max_span_attribute_length=6)
+
+    def crowded():
+        with tracer.start_as_current_span("tool") as span:
+            span.set_attributes({"x": "long value", "y": "another", "z": "third"})
+
+    _in_scope(crowded)
+    (span,) = exporter.get_finished_spans()
+    assert span.attributes[CONV] == "conv_l" and span.attributes[EXEC] == "eeeeee"
+    assert len(span.attributes) == 3 and span.attributes["z"] == "third"
+
+
+def test_a_span_within_the_limit_is_untouched_and_a_span_outside_runs_is_not_kept():
+    tracer, exporter = _provider(max_span_attributes=8)
+    _in_scope(lambda: tracer.start_span("inside", attributes={"a": 1}).end())
+    tracer.start_span("outside", attributes={"a": 1}).end()
+    inside, outside = exporter.get_finished_spans()
+    assert dict(inside.attributes) == {"a": 1, CONV: "conv_limits", EXEC: "e" * 32} and not inside.dropped_attributes
+    assert dict(outside.attributes) == {"a": 1}
+    assert not span_processor._KEPT
+
+
+def test_spans_that_never_end_keep_a_bounded_record(monkeypatch):
+    monkeypatch.setattr(span_processor, "_KEPT_MAX", 50)
+    tracer, exporter = _provider(max_span_attributes=8)
+    spans = _in_scope(lambda: [tracer.start_span(f"open {i}") for i in range(120)])
+    assert 0 < len(span_processor._KEPT) <= 50
+    for span in spans:  # ending them later still works, with or without a record
+        span.end()
+    assert len(exporter.get_finished_spans()) == 120
+    assert all(s.attributes[CONV] == "conv_limits" for s in exporter.get_finished_spans())
+    assert not span_processor._KEPT
