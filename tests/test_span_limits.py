@@ -80,3 +80,23 @@ def test_spans_that_never_end_keep_a_bounded_record(monkeypatch):
     assert len(exporter.get_finished_spans()) == 120
     assert all(s.attributes[CONV] == "conv_limits" for s in exporter.get_finished_spans())
     assert not span_processor._KEPT
+
+
+def test_a_full_record_drops_the_oldest_span_first(monkeypatch):
+    monkeypatch.setattr(span_processor, "_KEPT_MAX", 50)
+    tracer, exporter = _provider(max_span_attributes=3)
+
+    def spans():
+        leaked = [tracer.start_span(f"leaked {i}") for i in range(45)]  # never ended
+        live = tracer.start_span("open", attributes={"a": 1})
+        leaked += [tracer.start_span(f"leaked {i}") for i in range(45, 55)]  # the record is full
+        return live
+
+    live = _in_scope(spans)
+    for i in range(5):
+        live.set_attribute(f"b{i}", i)
+    live.end()
+    (span,) = exporter.get_finished_spans()
+    assert span.attributes[CONV] == "conv_limits" and span.attributes[EXEC] == "e" * 32 and len(span.attributes) == 3
+    assert len(span_processor._KEPT) <= 50
+    span_processor._KEPT.clear()

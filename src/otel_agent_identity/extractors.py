@@ -189,7 +189,7 @@ class ExtractorRegistry:
     def _value(self, agent: Any, source: str, value: Any) -> Optional[Extracted]:
         problem = self.problem(value)
         if problem is None:
-            return Extracted(value, source)
+            return Extracted(value if type(value) is str else str.__str__(value), source)
         if value is not None and value != "":
             self._warn_once(agent, source, "bad value", f"{source} extractor returned {problem}; dropped")
         return None
@@ -205,8 +205,10 @@ class ExtractorRegistry:
         asked about on every turn); False for an id seen once (a run id)."""
         if type(value) is str and value in self._accepted:
             return None
-        if not isinstance(value, str):
-            return "None" if value is None else f"a {type(value).__name__}, not a string"
+        if type(value) is not str:
+            if not isinstance(value, str):
+                return "None" if value is None else f"a {type(value).__name__}, not a string"
+            value = str.__str__(value)  # a str subclass: judged as the plain str it holds (callers use that)
         if not value:
             return "an empty string"
         if len(value) > self.max_id_length:

@@ -37,7 +37,7 @@ def _checked(what: str, value: Any, remember: bool = True) -> Optional[str]:
 
     problem = registry.problem(value, remember)
     if problem is None:
-        return value
+        return value if type(value) is str else str.__str__(value)  # a str subclass: the plain str
     kind = problem.split(" ", 1)[-1] if problem[0].isdigit() else problem  # "N characters (...)" -> one kind
     with _warned_lock:
         if (what, kind) in _warned:
@@ -229,10 +229,10 @@ def delegation(key: Optional[str] = None, *, delegation_id: Optional[str] = None
     """
     did = _checked("delegation(delegation_id)", delegation_id) if delegation_id is not None else None
     if did is None and key is not None:
-        if isinstance(key, str) and key:
+        if type(key) is str and key:
             did = _uuid5_hex(key)
         else:
-            _checked("delegation(key)", key if key != "" else "")
+            _checked("delegation(key)", key)
     if did is None:
         did = f"{getrandbits(128):032x}"
     token = _NEXT_DELEGATION_ID.set(did)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections import OrderedDict
 from typing import Any, Callable, Mapping, Optional
 
 from opentelemetry.attributes import BoundedAttributes
@@ -15,17 +16,15 @@ from otel_agent_identity.scope import _SCOPE
 _logger = logging.getLogger(__name__)
 
 Finisher = Callable[[Span], None]
-#: our ids: under ``max_span_attributes`` other attributes are evicted before these
+#: our ids: evicted by ``max_span_attributes``, they are put back as the span ends, in place of others
 PROTECTED = frozenset({attrs.GEN_AI_CONVERSATION_ID, attrs.EXECUTION_ID, attrs.DELEGATION_ID,
                        attrs.PARENT_EXECUTION_ID, attrs.PARENT_CONVERSATION_ID})
-
-
 #: spans we wrote ids on, while open, by span id: ``(our attributes, the run's scope or None)``.
 #: At the span's end (:meth:`IdentitySpanProcessor._on_ending`) the ids a count limit evicted are
 #: put back (the SDK evicts the oldest attribute first, which is ours: we write at start), and the
-#: run's ``span_ending`` hook sees a span whose conversation id was overwritten. Emptied when full
-#: (spans that never end): bounded.
-_KEPT: dict[int, tuple] = {}
+#: run's ``span_ending`` hook sees a span whose conversation id was overwritten. Bounded: when full
+#: (spans that never end), the oldest record goes first.
+_KEPT: "OrderedDict[int, tuple]" = OrderedDict()
 _KEPT_MAX = 16384
 
 
@@ -38,11 +37,19 @@ def _keep(span: Span, values: dict, scope: Any = None) -> None:
         return
     kept = _KEPT.get(sid)
     if kept is None:
-        if len(_KEPT) >= _KEPT_MAX:
-            _KEPT.clear()
+        _bound()
         _KEPT[sid] = (values, scope)
     else:
         _KEPT[sid] = ({**kept[0], **values}, kept[1] if scope is None else scope)
+
+
+def _bound() -> None:
+    """Make room for one record: the oldest goes (a span that never ended, most likely)."""
+    while len(_KEPT) >= _KEPT_MAX:
+        try:
+            _KEPT.popitem(last=False)
+        except KeyError:  # emptied by another thread
+            return
 
 
 def set_ids(span: Span, values: dict) -> None:
@@ -154,7 +161,7 @@ class IdentitySpanProcessor(SpanProcessor):
                     plain.update(attributes)
                     if maxlen is not None or scope.span_ending is not None:
                         if len(_KEPT) >= _KEPT_MAX:
-                            _KEPT.clear()
+                            _bound()
                         _KEPT[span._context.span_id] = (attributes, scope)
                     return
         except AttributeError:

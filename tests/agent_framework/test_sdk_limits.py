@@ -57,3 +57,25 @@ async def test_attribute_count_limit_keeps_our_ids(limited, exporter, max_attrib
         assert span.attributes.get(EXEC), span.name
         assert span.attributes.get(CONV) == "conv_offline_1" or max_attributes < 3, span.name
     assert len(by_execution(spans)) == 2
+
+
+@pytest.mark.parametrize("max_attributes", [9, 10, 11, 12, 13])
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+async def test_response_chain_under_a_count_limit_every_span_has_the_sessions_id(limited, exporter, max_attributes,
+                                                                               stream):
+    """The framework writes the previous response id on its chat span after our stamp; when the
+    limit has evicted the span's ``gen_ai.operation.name`` too, the chat span is still recognised
+    (by its name and the framework's tracer) and gets the run's id as it ends."""
+    from responses_standin import ResponsesStandIn
+    from test_openai_responses import _agent, _seen, _turn
+
+    limited(max_span_attributes=max_attributes)
+    with ResponsesStandIn() as standin:
+        agent = _agent(standin)
+        session = agent.create_session()
+        seen = [_seen(await _turn(agent, text, session, stream)) for text in ("hello", "weather?", "and tomorrow?")]
+    assert seen[0] < seen[1] < seen[2]  # ground truth: one chain, continued every turn
+    spans = exporter.get_finished_spans()
+    assert any(s.dropped_attributes for s in spans)
+    assert {s.attributes.get(CONV) for s in spans} == {session.session_id}
+    assert all(len(s.attributes) <= max_attributes for s in spans)
