@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from collections import OrderedDict
 from typing import Any, Callable, Mapping, Optional
 
 from opentelemetry.attributes import BoundedAttributes
@@ -19,12 +18,13 @@ Finisher = Callable[[Span], None]
 #: our ids: evicted by ``max_span_attributes``, they are put back as the span ends, in place of others
 PROTECTED = frozenset({attrs.GEN_AI_CONVERSATION_ID, attrs.EXECUTION_ID, attrs.DELEGATION_ID,
                        attrs.PARENT_EXECUTION_ID, attrs.PARENT_CONVERSATION_ID})
-#: spans we wrote ids on, while open, by span id: ``(our attributes, the run's scope or None)``.
+#: spans we wrote ids on, while open, by span id: the run's scope (a stamp: ``scope.attributes``),
+#: or ``(our attributes, the run's scope or None)``.
 #: At the span's end (:meth:`IdentitySpanProcessor._on_ending`) the ids a count limit evicted are
 #: put back (the SDK evicts the oldest attribute first, which is ours: we write at start), and the
 #: run's ``span_ending`` hook sees a span whose conversation id was overwritten. Bounded: when full
 #: (spans that never end), the oldest record goes first.
-_KEPT: "OrderedDict[int, tuple]" = OrderedDict()
+_KEPT: dict[int, Any] = {}
 _KEPT_MAX = 16384
 
 
@@ -40,15 +40,16 @@ def _keep(span: Span, values: dict, scope: Any = None) -> None:
         _bound()
         _KEPT[sid] = (values, scope)
     else:
-        _KEPT[sid] = ({**kept[0], **values}, kept[1] if scope is None else scope)
+        kept, stamped = kept if type(kept) is tuple else (kept.attributes, kept)
+        _KEPT[sid] = ({**kept, **values}, stamped if scope is None else scope)
 
 
 def _bound() -> None:
     """Make room for one record: the oldest goes (a span that never ended, most likely)."""
     while len(_KEPT) >= _KEPT_MAX:
         try:
-            _KEPT.popitem(last=False)
-        except KeyError:  # emptied by another thread
+            del _KEPT[next(iter(_KEPT))]
+        except (KeyError, StopIteration, RuntimeError):  # changed by another thread meanwhile
             return
 
 
@@ -162,7 +163,7 @@ class IdentitySpanProcessor(SpanProcessor):
                     if maxlen is not None or scope.span_ending is not None:
                         if len(_KEPT) >= _KEPT_MAX:
                             _bound()
-                        _KEPT[span._context.span_id] = (attributes, scope)
+                        _KEPT[span._context.span_id] = scope
                     return
         except AttributeError:
             pass
@@ -177,10 +178,16 @@ class IdentitySpanProcessor(SpanProcessor):
             kept = _KEPT.pop(span._context.span_id, None)
             if kept is None:
                 return
+            if type(kept) is tuple:
+                kept, scope = kept
+            else:  # a stamp: the scope itself
+                scope = kept
+                if scope.span_ending is None and not span._attributes.dropped:
+                    return  # the common case: nothing evicted, no hook
+                kept = scope.attributes
             store = span._attributes
             if store.dropped:
-                _restore(store, kept[0])
-            scope = kept[1]
+                _restore(store, kept)
             if scope is not None and scope.span_ending is not None and \
                     store._dict.get(attrs.GEN_AI_CONVERSATION_ID) != scope.conversation_id:
                 scope.span_ending(span, scope)

@@ -25,9 +25,12 @@ def limited(tracer_provider, exporter, monkeypatch):
         inst.instrument(tracer_provider=tracer_provider)
         instrumentors.append(inst)
 
+    original = tracer_provider._span_limits
     yield install
     for inst in instrumentors:
         inst.uninstrument()
+    for tracer in list(tracer_provider._tracers.values()):  # the ones made during the test too
+        tracer._span_limits = original
 
 
 async def test_attribute_length_limit_cuts_the_id_the_same_everywhere(limited, exporter):
