@@ -80,3 +80,41 @@ async def test_good_ids_are_used_unchanged(instrumentor, exporter):
     assert {s.attributes[EXEC] for s in exporter.get_finished_spans()} == {"job-42"}
     with otel_agent_identity.delegation(delegation_id="hop-1") as did:
         assert did == "hop-1"
+
+
+class _Uncomparable:
+    """A key whose comparisons raise (as a numpy array's truth value does)."""
+
+    def __eq__(self, other):
+        raise RuntimeError("eq")
+
+    def __ne__(self, other):
+        raise RuntimeError("ne")
+
+    __hash__ = object.__hash__
+
+
+class _LyingStr(str):
+    def __len__(self):
+        return 3
+
+    def isprintable(self):
+        raise RuntimeError("isprintable")
+
+
+async def test_odd_keys_and_str_subclasses_never_raise(instrumentor, exporter, caplog):
+    with caplog.at_level(logging.WARNING, logger="otel_agent_identity"):
+        with otel_agent_identity.delegation(key=_Uncomparable()) as did:
+            pass
+        with otel_agent_identity.delegation(delegation_id=_LyingStr("d" * 100_000)) as huge:
+            pass
+    assert HEX32.match(did) and HEX32.match(huge)  # refused (its real length), a generated id used
+    assert any("delegation(key) is a _Uncomparable" in r.getMessage() for r in caplog.records)
+    with otel_agent_identity.delegation(delegation_id=_LyingStr("hop-1")) as given:
+        pass
+    assert given == "hop-1" and type(given) is str  # a str subclass is used as the plain str it holds
+    with otel_agent_identity.execution(_LyingStr("job-7")):
+        await make_agent("local").run("hello")
+    spans = exporter.get_finished_spans()
+    assert {s.attributes[EXEC] for s in spans} == {"job-7"} and all(type(s.attributes[EXEC]) is str for s in spans)
+    _encodes(spans)
