@@ -14,11 +14,11 @@ import sys
 import pytest
 
 import a2a_harness as h
+from agno_support import CONV, EXEC, PARENT
 
 COLLECTOR = os.environ.get("AGENT_IDENTITY_COLLECTOR")
 APP = h.EXAMPLES / "agno_orchestrator.py"
 SHAPES, TURNS = ("session-local", "plain-new-context"), 2
-CONV, EXEC, PARENT = "gen_ai.conversation.id", "agent_identity.execution.id", "agent_identity.parent.execution.id"
 
 pytestmark = [
     pytest.mark.e2e,

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 import a2a_harness as h
+from agno_support import CONV, EXEC, PARENT
 
 COLLECTOR = os.environ.get("AGENT_IDENTITY_COLLECTOR")
 APP = Path(__file__).with_name("agno_app.py")
-CONV, EXEC, PARENT = "gen_ai.conversation.id", "agent_identity.execution.id", "agent_identity.parent.execution.id"
 
 pytestmark = [
     pytest.mark.e2e,
