@@ -87,7 +87,7 @@ def _restore(store: BoundedAttributes, kept: dict) -> None:
             if victim is None:
                 return
             del plain[victim]
-        plain[key] = value[:cut] if cut is not None and type(value) is str else value
+        plain[key] = value if cut is None else value[:cut]
 
 
 def attributes_of(span: Span) -> Mapping[str, Any]:

@@ -322,8 +322,8 @@ def _chat_span_ending(span: Any, scope: Any) -> None:
     span started (so over our stamp), and again with the response, to the chat option
     ``conversation_id``: for a Responses chain, the previous response id. On a chat span the run's
     id replaces it; without one, a response id is removed (it stays on the previous chat span as
-    ``gen_ai.response.id``). Other spans (the application's own included) keep what was set. The span has ended (the SDK's
-    ``_on_ending``, before exporters see it): see :func:`replace_ending`."""
+    ``gen_ai.response.id``). Other spans (the application's own included) keep what was set.
+    The span has ended (the SDK's ``_on_ending``, before exporters see it): see :func:`replace_ending`."""
     # the framework's chat span by its name and tracer: an attribute may have been evicted by a count limit
     if not span.name.startswith("chat") or getattr(span.instrumentation_scope, "name", None) != "agent_framework":
         return
