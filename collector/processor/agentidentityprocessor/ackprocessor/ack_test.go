@@ -1,0 +1,165 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package ackprocessor
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/processor"
+	"go.opentelemetry.io/collector/processor/processortest"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// later stands for groupbytrace: it answers at once and passes the spans on
+// from another goroutine when told to.
+type later struct {
+	mu   sync.Mutex
+	held []ptrace.Traces
+	next consumer.Traces
+}
+
+func (l *later) Capabilities() consumer.Capabilities { return consumer.Capabilities{} }
+
+func (l *later) ConsumeTraces(_ context.Context, td ptrace.Traces) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.held = append(l.held, td)
+	return nil
+}
+
+// flush releases everything held, merged into one batch as the batch processor would.
+func (l *later) flush() error {
+	l.mu.Lock()
+	all := ptrace.NewTraces()
+	for _, td := range l.held {
+		td.ResourceSpans().MoveAndAppendTo(all.ResourceSpans())
+	}
+	l.held = nil
+	l.mu.Unlock()
+	return l.next.ConsumeTraces(context.Background(), all)
+}
+
+func traces(ids ...byte) ptrace.Traces {
+	td := ptrace.NewTraces()
+	spans := td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans()
+	for i, id := range ids {
+		s := spans.AppendEmpty()
+		s.SetTraceID(pcommon.TraceID{id})
+		s.SetSpanID(pcommon.SpanID{id, byte(i + 1)})
+	}
+	return td
+}
+
+func pipeline(t *testing.T, name string, timeout time.Duration, exporter consumer.Traces) (processor.Traces, *later) {
+	t.Helper()
+	rf := NewReleaseFactory()
+	rel, err := rf.CreateTraces(context.Background(), processortest.NewNopSettings(rf.Type()), &ReleaseConfig{Name: name}, exporter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &later{next: rel}
+	hf := NewHoldFactory()
+	h, err := hf.CreateTraces(context.Background(), processortest.NewNopSettings(hf.Type()), &HoldConfig{Name: name, Timeout: timeout}, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []component.Component{h, rel} {
+		if err := c.Start(context.Background(), componenttest.NewNopHost()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return h, l
+}
+
+func consumeAsync(h processor.Traces, td ptrace.Traces) chan error {
+	out := make(chan error, 1)
+	go func() { out <- h.ConsumeTraces(context.Background(), td) }()
+	return out
+}
+
+func TestHoldAnswersOnlyOnceEveryTraceIsExported(t *testing.T) {
+	sink := new(consumertest.TracesSink)
+	h, l := pipeline(t, t.Name(), time.Minute, sink)
+	first := consumeAsync(h, traces(1, 1, 2)) // two traces
+	second := consumeAsync(h, traces(2))      // more of trace 2, another request
+	for l.mu.Lock(); len(l.held) < 2; l.mu.Lock() {
+		l.mu.Unlock()
+		time.Sleep(time.Millisecond)
+	}
+	l.mu.Unlock()
+	select {
+	case err := <-first:
+		t.Fatalf("answered before export: %v", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	if err := l.flush(); err != nil {
+		t.Fatal(err)
+	}
+	for _, ch := range []chan error{first, second} {
+		if err := <-ch; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if sink.SpanCount() != 4 {
+		t.Fatalf("exported %d spans, want 4", sink.SpanCount())
+	}
+}
+
+func TestHoldReturnsTheExportError(t *testing.T) {
+	boom := errors.New("backend down")
+	h, l := pipeline(t, t.Name(), time.Minute, consumertest.NewErr(boom))
+	res := consumeAsync(h, traces(3))
+	for l.mu.Lock(); len(l.held) < 1; l.mu.Lock() {
+		l.mu.Unlock()
+		time.Sleep(time.Millisecond)
+	}
+	l.mu.Unlock()
+	if err := l.flush(); !errors.Is(err, boom) {
+		t.Fatal(err)
+	}
+	if err := <-res; !errors.Is(err, boom) {
+		t.Fatalf("hold returned %v, want the export error", err)
+	}
+}
+
+func TestHoldTimesOutWhenNothingIsReleasedAndForgets(t *testing.T) {
+	h, _ := pipeline(t, t.Name(), 20*time.Millisecond, new(consumertest.TracesSink))
+	if err := h.ConsumeTraces(context.Background(), traces(4)); !errors.Is(err, ErrTimeout) {
+		t.Fatalf("got %v, want ErrTimeout", err)
+	}
+	reg := registryFor(t.Name())
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	if len(reg.waiting) != 0 {
+		t.Fatalf("entries left after the timeout: %v", reg.waiting)
+	}
+}
+
+func TestHoldPassesOnAnEmptyRequest(t *testing.T) {
+	sink := new(consumertest.TracesSink)
+	h, _ := pipeline(t, t.Name(), time.Minute, sink)
+	if err := h.ConsumeTraces(context.Background(), ptrace.NewTraces()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	if (&HoldConfig{Timeout: 0}).Validate() == nil {
+		t.Fatal("a zero timeout must be rejected")
+	}
+	if err := NewHoldFactory().CreateDefaultConfig().(*HoldConfig).Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
