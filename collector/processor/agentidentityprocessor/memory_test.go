@@ -4,6 +4,7 @@ package agentidentityprocessor
 
 import (
 	"context"
+	"encoding/binary"
 	"testing"
 
 	"github.com/open-telemetry/opentelemetry-collector-contrib/extension/storage/filestorage"
@@ -13,6 +14,8 @@ import (
 	"go.opentelemetry.io/collector/extension"
 	"go.opentelemetry.io/collector/extension/extensiontest"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+	noopmetric "go.opentelemetry.io/otel/metric/noop"
+	"go.uber.org/zap"
 )
 
 // storageHost is a host with one real file_storage extension.
@@ -87,4 +90,29 @@ func TestMemoryNeedsAStorageExtension(t *testing.T) {
 	h := newHarness(t, cfg)
 	assert.ErrorContains(t, h.proc.Start(context.Background(), storageHost{}), "not found")
 	assert.Error(t, (&Config{VerdictMemory: VerdictMemory{MemorySlots: -1}}).Validate())
+}
+
+// BenchmarkVerdictMemory is the memory's cost per trace of one verdict span
+// (the loadgen shape): a slot read and written in memory, written to a real file_storage every 100 ms.
+func BenchmarkVerdictMemory(b *testing.B) {
+	f := filestorage.NewFactory()
+	cfg := f.CreateDefaultConfig().(*filestorage.Config)
+	cfg.Directory, cfg.Compaction.Directory = b.TempDir(), b.TempDir()
+	ext, err := f.Create(context.Background(), extensiontest.NewNopSettings(f.Type()), cfg)
+	require.NoError(b, err)
+	require.NoError(b, ext.Start(context.Background(), storageHost{}))
+	defer func() { require.NoError(b, ext.Shutdown(context.Background())) }()
+	id := component.NewID(f.Type())
+	m, err := openMemory(context.Background(), storageHost{exts: map[component.ID]component.Component{id: ext}},
+		component.NewID(componentType), &VerdictMemory{Storage: &id}, noopmetric.NewMeterProvider(), zap.NewNop())
+	require.NoError(b, err)
+	defer func() { require.NoError(b, m.close(context.Background())) }()
+	var k [24]byte
+	n := uint64(0)
+	b.ReportAllocs()
+	for b.Loop() {
+		n++
+		binary.LittleEndian.PutUint64(k[16:], n*0x9e3779b97f4a7c15)
+		m.seenAll([][24]byte{k})
+	}
 }
