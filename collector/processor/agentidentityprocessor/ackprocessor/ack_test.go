@@ -9,8 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/open-telemetry/opentelemetry-collector-contrib/processor/groupbytraceprocessor"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -162,4 +166,65 @@ func TestConfigValidate(t *testing.T) {
 	if err := NewHoldFactory().CreateDefaultConfig().(*HoldConfig).Validate(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// realPipeline is ack_hold -> groupbytrace (the contrib processor) -> ack_release -> exporter.
+func realPipeline(t *testing.T, name string, timeout time.Duration, groupbytrace map[string]any, exporter consumer.Traces) processor.Traces {
+	t.Helper()
+	rf := NewReleaseFactory()
+	rel, err := rf.CreateTraces(context.Background(), processortest.NewNopSettings(rf.Type()), &ReleaseConfig{Name: name}, exporter)
+	require.NoError(t, err)
+	gf := groupbytraceprocessor.NewFactory()
+	gcfg := gf.CreateDefaultConfig()
+	require.NoError(t, confmap.NewFromStringMap(groupbytrace).Unmarshal(gcfg))
+	gbt, err := gf.CreateTraces(context.Background(), processortest.NewNopSettings(gf.Type()), gcfg, rel)
+	require.NoError(t, err)
+	hf := NewHoldFactory()
+	h, err := hf.CreateTraces(context.Background(), processortest.NewNopSettings(hf.Type()), &HoldConfig{Name: name, Timeout: timeout}, gbt)
+	require.NoError(t, err)
+	for _, c := range []component.Component{rel, gbt, h} {
+		require.NoError(t, c.Start(context.Background(), componenttest.NewNopHost()))
+		t.Cleanup(func() { require.NoError(t, c.Shutdown(context.Background())) })
+	}
+	return h
+}
+
+// Behind the real groupbytrace: two requests carrying parts of one trace
+// (and another trace) are answered only once groupbytrace released the trace
+// and the exporter has every span of the request.
+func TestHoldBehindRealGroupByTrace(t *testing.T) {
+	sink := new(consumertest.TracesSink)
+	h := realPipeline(t, t.Name(), time.Minute, map[string]any{"wait_duration": 200 * time.Millisecond}, sink)
+	var wg sync.WaitGroup
+	for _, td := range []ptrace.Traces{traces(7, 7, 8), traces(7)} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			want := map[pcommon.SpanID]bool{}
+			for _, s := range td.ResourceSpans().At(0).ScopeSpans().At(0).Spans().All() {
+				want[s.SpanID()] = true
+			}
+			assert.NoError(t, h.ConsumeTraces(context.Background(), td))
+			for _, got := range sink.AllTraces() {
+				for _, s := range got.ResourceSpans().At(0).ScopeSpans().At(0).Spans().All() {
+					delete(want, s.SpanID())
+				}
+			}
+			assert.Empty(t, want, "answered before every span of the request was exported")
+		}()
+	}
+	wg.Wait()
+	assert.Equal(t, 4, sink.SpanCount())
+}
+
+// A trace groupbytrace evicts (num_traces full) never comes out: the request
+// is answered with ErrTimeout, which the sender's queue retries. Whichever of
+// the two traces groupbytrace keeps is held for a minute, longer than the
+// timeout: both requests time out, in either order of arrival.
+func TestHoldTimesOutOnAnEvictedTrace(t *testing.T) {
+	h := realPipeline(t, t.Name(), 300*time.Millisecond,
+		map[string]any{"wait_duration": time.Minute, "num_traces": 1}, new(consumertest.TracesSink))
+	first, second := consumeAsync(h, traces(9)), consumeAsync(h, traces(10))
+	assert.ErrorIs(t, <-first, ErrTimeout)
+	assert.ErrorIs(t, <-second, ErrTimeout)
 }
