@@ -4,8 +4,10 @@ package ackprocessor
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -55,13 +57,18 @@ func (l *later) flush() error {
 	return l.next.ConsumeTraces(context.Background(), all)
 }
 
+var lastSpan atomic.Uint64
+
+// traces makes one span per trace id given, each with a span id never used before.
 func traces(ids ...byte) ptrace.Traces {
 	td := ptrace.NewTraces()
 	spans := td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans()
-	for i, id := range ids {
+	for _, id := range ids {
 		s := spans.AppendEmpty()
 		s.SetTraceID(pcommon.TraceID{id})
-		s.SetSpanID(pcommon.SpanID{id, byte(i + 1)})
+		var sid pcommon.SpanID
+		binary.LittleEndian.PutUint64(sid[:], lastSpan.Add(1))
+		s.SetSpanID(sid)
 	}
 	return td
 }
@@ -206,8 +213,12 @@ func TestHoldBehindRealGroupByTrace(t *testing.T) {
 			}
 			assert.NoError(t, h.ConsumeTraces(context.Background(), td))
 			for _, got := range sink.AllTraces() {
-				for _, s := range got.ResourceSpans().At(0).ScopeSpans().At(0).Spans().All() {
-					delete(want, s.SpanID())
+				for _, rs := range got.ResourceSpans().All() {
+					for _, ss := range rs.ScopeSpans().All() {
+						for _, s := range ss.Spans().All() {
+							delete(want, s.SpanID())
+						}
+					}
 				}
 			}
 			assert.Empty(t, want, "answered before every span of the request was exported")
