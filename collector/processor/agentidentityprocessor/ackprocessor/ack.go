@@ -20,7 +20,9 @@
 // The two are linked by `name` (default "default"): put both in the same
 // pipeline with the same name. A request's spans are matched per trace: the
 // first span of each trace in the request marks that trace's share of it
-// (groupbytrace keeps one request's spans of a trace together).
+// (groupbytrace keeps one request's spans of a trace together, and so does
+// the batch processor unless `send_batch_max_size` splits batches: leave it
+// unset between the two).
 package ackprocessor // import "github.com/otel-agent-identity/otel-agent-identity/collector/processor/agentidentityprocessor/ackprocessor"
 
 import (
