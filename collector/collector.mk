@@ -45,4 +45,4 @@ test-rules: system-deps
 	promtool test rules collector-config/alerts/tests/*.yaml
 
 test-reliability: venv collector system-deps
-	AGENT_IDENTITY_COLLECTOR=$(abspath $(COLLECTOR_BIN)) $(PY) -m pytest -s -q tests/collector/test_reliability_*.py
+	AGENT_IDENTITY_RELIABILITY_FULL=1 AGENT_IDENTITY_COLLECTOR=$(abspath $(COLLECTOR_BIN)) $(PY) -m pytest -s -q tests/collector/test_reliability_*.py

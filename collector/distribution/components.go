@@ -27,6 +27,7 @@ import (
 	filterprocessor "github.com/open-telemetry/opentelemetry-collector-contrib/processor/filterprocessor"
 	agentidentityprocessor "github.com/otel-agent-identity/otel-agent-identity/collector/processor/agentidentityprocessor"
 	drainprocessor "github.com/otel-agent-identity/otel-agent-identity/collector/processor/agentidentityprocessor/drainprocessor"
+	ackprocessor "github.com/otel-agent-identity/otel-agent-identity/collector/processor/agentidentityprocessor/ackprocessor"
 	otlpreceiver "go.opentelemetry.io/collector/receiver/otlpreceiver"
 )
 
@@ -100,6 +101,8 @@ func components() (otelcol.Factories, error) {
 		filterprocessor.NewFactory(),
 		agentidentityprocessor.NewFactory(),
 		drainprocessor.NewFactory(),
+		ackprocessor.NewHoldFactory(),
+		ackprocessor.NewReleaseFactory(),
 	)
 	if err != nil {
 		return otelcol.Factories{}, err
@@ -112,6 +115,8 @@ func components() (otelcol.Factories, error) {
 		filterprocessor.NewFactory().Type(): "github.com/open-telemetry/opentelemetry-collector-contrib/processor/filterprocessor v0.161.0",
 		agentidentityprocessor.NewFactory().Type(): "github.com/otel-agent-identity/otel-agent-identity/collector/processor/agentidentityprocessor v0.0.0",
 		drainprocessor.NewFactory().Type(): "github.com/otel-agent-identity/otel-agent-identity/collector/processor/agentidentityprocessor v0.0.0",
+		ackprocessor.NewHoldFactory().Type(): "github.com/otel-agent-identity/otel-agent-identity/collector/processor/agentidentityprocessor v0.0.0",
+		ackprocessor.NewReleaseFactory().Type(): "github.com/otel-agent-identity/otel-agent-identity/collector/processor/agentidentityprocessor v0.0.0",
 	})
 
 	factories.Connectors, err = otelcol.MakeFactoryMap[connector.Factory](

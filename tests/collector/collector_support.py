@@ -78,6 +78,7 @@ class Collector(Process):
     otlp_http: int = 0
     otlp_grpc: int = 0
     health_port: int = 0
+    judge_grpc: int = 0  # tier2-identity.yaml's loopback door of its judging pipeline
     start_args: dict = field(default_factory=dict)
 
     @property
@@ -94,8 +95,9 @@ def start_collector(config: str, workdir: Path, name: str = "collector", ports: 
     over it) on free loopback ports, or on ``ports`` (a restart: ``restart_collector``);
     ``env`` overrides its environment (e.g. ``GROUPBYTRACE_WAIT``, default 1s)."""
     workdir.mkdir(parents=True, exist_ok=True)
-    ports = ports or {"otlp_http": free_port(), "otlp_grpc": free_port(), "metrics_port": free_port(),
-                      "health_port": free_port()}
+    ports = dict(ports or {"otlp_http": free_port(), "otlp_grpc": free_port(), "metrics_port": free_port(),
+                           "health_port": free_port()})
+    ports.setdefault("judge_grpc", free_port())
     spans_file, log = workdir / f"{name}-spans.jsonl", workdir / f"{name}.log"
     full_env = dict(
         os.environ,
@@ -104,6 +106,7 @@ def start_collector(config: str, workdir: Path, name: str = "collector", ports: 
         TRACE_BACKEND_ENDPOINT="127.0.0.1:9",  # tier 1's raw path: nothing listens unless a test sets one
         OTLP_HTTP_ENDPOINT=f"127.0.0.1:{ports['otlp_http']}",
         OTLP_GRPC_ENDPOINT=f"127.0.0.1:{ports['otlp_grpc']}",
+        JUDGE_ENDPOINT=f"127.0.0.1:{ports['judge_grpc']}",
         AGENT_IDENTITY_METRICS_HOST="127.0.0.1",
         AGENT_IDENTITY_METRICS_PORT=str(ports["metrics_port"]),
         AGENT_IDENTITY_SPANS_FILE=str(spans_file),
@@ -130,7 +133,7 @@ def start_collector(config: str, workdir: Path, name: str = "collector", ports: 
 
 def restart_collector(col: Collector) -> Collector:
     """Start ``col``'s collector again with the same config, ports, files and queue directory."""
-    ports = {k: getattr(col, k) for k in ("otlp_http", "otlp_grpc", "metrics_port", "health_port")}
+    ports = {k: getattr(col, k) for k in ("otlp_http", "otlp_grpc", "metrics_port", "health_port", "judge_grpc")}
     return start_collector(ports=ports, **col.start_args)
 
 

@@ -181,6 +181,62 @@ def finish_loadgen(proc: subprocess.Popen, out: Path, timeout: float = 180) -> d
     return data
 
 
+def agent_requests(traces: int, per_request: int = 50) -> tuple[list[bytes], int]:
+    """``traces`` agent-shaped traces (loadgen.one_trace, made by the SDK) as OTLP/protobuf export
+    requests, one per service per ``per_request`` traces, as each service's SDK exporter would send
+    them; returns the requests and the span count. Encoded once, so replaying them costs the
+    sender almost nothing and the collector is the bottleneck."""
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    import loadgen
+
+    exporters, tracers = {}, {}
+    for svc in ("orchestrator", "specialist"):
+        exporters[svc] = InMemorySpanExporter()
+        provider = TracerProvider(resource=Resource.create({"service.name": svc}))
+        provider.add_span_processor(SimpleSpanProcessor(exporters[svc]))
+        tracers[svc] = provider.get_tracer("loadgen")
+    requests, spans = [], 0
+    for start in range(0, traces, per_request):
+        for i in range(start, min(start + per_request, traces)):
+            loadgen.one_trace(tracers["orchestrator"], tracers["specialist"], f"conv-replay-{i}", [], [])
+        for exp in exporters.values():
+            batch = exp.get_finished_spans()
+            exp.clear()
+            spans += len(batch)
+            requests.append(encode_spans(batch).SerializeToString())
+    return requests, spans
+
+
+def replay(endpoints: list[str], requests: list[bytes], timeout: float = 120) -> None:
+    """POST each request to every endpoint in turn (OTLP/HTTP protobuf, one keep-alive connection
+    each), so the collectors receive the same load side by side; a 503 (memory_limiter) is retried."""
+    import http.client
+    import time
+    from urllib.parse import urlparse
+
+    conns = [http.client.HTTPConnection(urlparse(e).hostname, urlparse(e).port, timeout=30) for e in endpoints]
+    deadline = time.monotonic() + timeout
+    try:
+        for body in requests:
+            for conn in conns:
+                while True:
+                    conn.request("POST", "/v1/traces", body, {"Content-Type": "application/x-protobuf"})
+                    resp = conn.getresponse()
+                    resp.read()
+                    if resp.status == 200:
+                        break
+                    assert resp.status == 503 and time.monotonic() < deadline, resp.status
+                    time.sleep(0.1)
+    finally:
+        for conn in conns:
+            conn.close()
+
+
 def key_set(pairs) -> set[tuple[str, str]]:
     return {tuple(p) for p in pairs}
 

@@ -6,13 +6,14 @@
   collector counts the refusals, the SDK retries, and once the load drops everything refused is
   delivered and judged (a retry later than wait_duration as a fragment, never a mismatch). Peak RSS (VmHWM) stays under the memory budget: ``limit_mib`` (also
   GOMEMLIMIT) plus the collector's non-heap memory (``NON_HEAP_MIB``).
-- Throughput with and without agentidentity, one run, the same load on two collectors side by
-  side: collector CPU seconds per span (the generator, Python, is the bottleneck here).
+- Throughput with and without agentidentity, one run, the same pre-encoded agent-shaped requests
+  replayed to two collectors side by side (single-node and tier 2): collector CPU seconds per span.
 - groupbytrace ``num_traces`` overflow: evicted traces are counted, never a false mismatch."""
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -28,7 +29,8 @@ pytestmark = [
 LIMIT_MIB, SPIKE_MIB = 160, 40
 NON_HEAP_MIB = 192  # binary pages (an 80 MB binary), goroutine stacks, runtime, freed pages not yet
 #                    returned: RSS above the Go heap limit (peaks of 244-313 MiB measured at limit 160)
-WITHOUT = str(Path(__file__).parent / "configs" / "without-agentidentity.yaml")
+CONFIGS_DIR = Path(__file__).parent / "configs"
+WITHOUT = str(CONFIGS_DIR / "without-agentidentity.yaml")
 
 
 def _status(pid: int, field: str) -> int:
@@ -86,29 +88,41 @@ def test_memory_limiter_refuses_then_the_sdk_delivers(tmp_path):
         col.stop()
 
 
-def test_throughput_with_and_without_agentidentity(tmp_path):
-    env = {"GROUPBYTRACE_WAIT": "5s", "DRAIN_DELAY": "1s"}
-    cols = {"with": cs.start_collector("single-node.yaml", tmp_path, name="with", **env),
-            "without": cs.start_collector("single-node.yaml", tmp_path, name="without", extra_configs=(WITHOUT,),
+THROUGHPUT = {  # name: (config, overlays for both, overlay that removes agentidentity)
+    "single-node": ("single-node.yaml", (), WITHOUT),
+    "tier2": ("tier2-identity.yaml", (str(CONFIGS_DIR / "tier2-http.yaml"),),
+              str(CONFIGS_DIR / "tier2-without-agentidentity.yaml")),
+}
+# `make test-reliability` replays 20,000 traces (100,000 spans) per collector, `make test` 4,000.
+THROUGHPUT_TRACES = 20_000 if os.environ.get("AGENT_IDENTITY_RELIABILITY_FULL") == "1" else 4_000
+
+
+@pytest.mark.parametrize("pipeline", list(THROUGHPUT))
+def test_throughput_with_and_without_agentidentity(tmp_path, pipeline):
+    """The same pre-encoded agent-shaped requests (loadgen's traces, made by the SDK, backfill on) to
+    two collectors side by side, one with and one without agentidentity: collector CPU per span.
+    The sender replays encoded bytes, so the collectors are the bottleneck."""
+    config, overlays, without = THROUGHPUT[pipeline]
+    requests, spans = rs.agent_requests(THROUGHPUT_TRACES)
+    env = {"GROUPBYTRACE_WAIT": "1s", "DRAIN_DELAY": "1s", "AGENT_IDENTITY_SPANS_FILE_MAX_MB": "2000"}
+    cols = {"with": cs.start_collector(config, tmp_path, name="with", extra_configs=overlays, **env),
+            "without": cs.start_collector(config, tmp_path, name="without", extra_configs=(*overlays, without),
                                           **env)}
     try:
         cpu0 = {k: _cpu_seconds(c.proc.pid) for k, c in cols.items()}
-        gens = {k: rs.start_loadgen(c.endpoint, tmp_path / f"{k}.json", rates="1000:10", timeout=60)
-                for k, c in cols.items()}
-        results = {k: rs.finish_loadgen(g, tmp_path / f"{k}.json") for k, g in gens.items()}
+        rs.replay([c.endpoint for c in cols.values()], requests)
+
+        def written(c: cs.Collector) -> bool:
+            return rs.metric_sum(rs.parse_metrics(c.metrics()), "otelcol_exporter_sent_spans", exporter="file") >= spans
         for k, c in cols.items():
-            acked = rs.key_set(results[k]["acked"])
-            cs.wait_for(lambda: acked <= set(rs.span_keys(rs.read_spans_tolerant(c.spans_file))), 60,
-                        f"{k}: every span written")
-        figures = {}
-        for k, c in cols.items():
-            spans = len(results[k]["acked"])
-            cpu = _cpu_seconds(c.proc.pid) - cpu0[k]
-            figures[k] = {"spans": spans, "sender_spans_per_s": round(spans / results[k]["sending_seconds"]),
-                          "collector_cpu_s": round(cpu, 2),
-                          "spans_per_cpu_s": round(spans / cpu) if cpu else None}
-        print(json.dumps(figures))
-        assert rs.verdicts(rs.read_spans_tolerant(cols["with"].spans_file)) == {"continued": figures["with"]["spans"] // 5}
+            cs.wait_for(lambda: written(c), 120, f"{k}: every span written")
+        cpu = {k: _cpu_seconds(c.proc.pid) - cpu0[k] for k, c in cols.items()}
+        figures = {k: {"spans": spans, "collector_cpu_s": round(cpu[k], 2), "spans_per_cpu_s": round(spans / cpu[k])}
+                   for k in cols}
+        figures["judging_share_of_cpu"] = round((cpu["with"] - cpu["without"]) / cpu["with"], 3)
+        print(pipeline, json.dumps(figures))
+        traces = THROUGHPUT_TRACES
+        assert rs.verdicts(rs.read_spans_tolerant(cols["with"].spans_file)) == {"continued": traces}
         assert rs.verdicts(rs.read_spans_tolerant(cols["without"].spans_file)) == {}
     finally:
         for c in cols.values():

@@ -35,6 +35,9 @@ const (
 	attrHopCalleeResumed        = "agent_identity.hop.callee.resumed"
 	attrConversationBackfilled  = "agent_identity.conversation.backfilled"
 	attrDelegationDuplicate     = "agent_identity.delegation.duplicate"
+	// attrVerdictDuplicate marks the verdict spans of a trace judged again
+	// (memory.go): a re-delivery, not counted again.
+	attrVerdictDuplicate = "agent_identity.verdict.duplicate"
 )
 
 // writtenAttributes lists every attribute the processor may set.
@@ -50,6 +53,7 @@ var writtenAttributes = []string{
 	attrHopCalleeResumed,
 	attrConversationBackfilled,
 	attrDelegationDuplicate,
+	attrVerdictDuplicate,
 }
 
 // Values of agent_identity.hop.result. The flagged ones (hop.mismatch=true)

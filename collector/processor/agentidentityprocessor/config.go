@@ -36,6 +36,9 @@ type Config struct {
 	// contextId). See README.md for why this default is safe.
 	RequireContinuation []ContinuationRule `mapstructure:"require_continuation"`
 
+	// VerdictMemory: `storage` and `memory_slots` (memory.go).
+	VerdictMemory `mapstructure:",squash"`
+
 	// prevent unkeyed literal initialization
 	_ struct{}
 }
@@ -100,6 +103,9 @@ func (c *Config) Validate() error {
 				errs = append(errs, fmt.Errorf("rule %d: %w", i, errEmptyAttributeKey))
 			}
 		}
+	}
+	if err := c.VerdictMemory.validate(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

@@ -43,6 +43,12 @@ func createTraces(
 	if err != nil {
 		return nil, err
 	}
+	mem := &cfg.(*Config).VerdictMemory
 	return processorhelper.NewTraces(ctx, set, cfg, next, p.processTraces,
-		processorhelper.WithCapabilities(consumer.Capabilities{MutatesData: true}))
+		processorhelper.WithCapabilities(consumer.Capabilities{MutatesData: true}),
+		processorhelper.WithStart(func(ctx context.Context, host component.Host) (err error) {
+			p.memory, err = openMemory(ctx, host, set.ID, mem, set.MeterProvider, set.Logger)
+			return err
+		}),
+		processorhelper.WithShutdown(func(ctx context.Context) error { return p.memory.close(ctx) }))
 }

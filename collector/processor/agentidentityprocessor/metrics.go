@@ -36,6 +36,8 @@ const (
 
 type instruments struct {
 	hops, mismatches, unresolved, duplicates, noCallee metric.Int64Counter
+	// opts: each label set's attribute option, built once (attrcache.go)
+	opts attrCache
 }
 
 func newInstruments(mp metric.MeterProvider) (*instruments, error) {
@@ -84,27 +86,41 @@ func bump[K comparable](m *map[K]int64, k K) {
 
 func (ins *instruments) record(ctx context.Context, t *tally) {
 	for k, n := range t.hops {
-		set := attribute.NewSet(
-			attribute.String(labelCallerService, k.caller),
-			attribute.String(labelCalleeService, k.callee),
-			attribute.String(labelCalleeAgent, k.agent))
-		ins.hops.Add(ctx, n, metric.WithAttributes(append(set.ToSlice(), attribute.String(labelResult, k.result))...))
+		ins.hops.Add(ctx, n, ins.opts.get(k, func() attribute.Set {
+			return attribute.NewSet(
+				attribute.String(labelCallerService, k.caller),
+				attribute.String(labelCalleeService, k.callee),
+				attribute.String(labelCalleeAgent, k.agent),
+				attribute.String(labelResult, k.result))
+		}))
 		if flagged, _ := verdict(k.result); flagged {
-			ins.mismatches.Add(ctx, n, metric.WithAttributes(append(set.ToSlice(), attribute.String(labelReason, k.result))...))
+			ins.mismatches.Add(ctx, n, ins.opts.get(mismatchKey(k), func() attribute.Set {
+				return attribute.NewSet(
+					attribute.String(labelCallerService, k.caller),
+					attribute.String(labelCalleeService, k.callee),
+					attribute.String(labelCalleeAgent, k.agent),
+					attribute.String(labelReason, k.result))
+			}))
 		}
 	}
 	for svc, n := range t.unresolved {
-		ins.unresolved.Add(ctx, n, metric.WithAttributes(attribute.String(labelCalleeService, svc)))
+		ins.unresolved.Add(ctx, n, ins.opts.get(unresolvedKey(svc), func() attribute.Set {
+			return attribute.NewSet(attribute.String(labelCalleeService, svc))
+		}))
 	}
 	for k, n := range t.duplicates {
-		ins.duplicates.Add(ctx, n, metric.WithAttributes(
-			attribute.String(labelCallerService, k.caller),
-			attribute.String(labelCalleeService, k.callee)))
+		ins.duplicates.Add(ctx, n, ins.opts.get(k, func() attribute.Set {
+			return attribute.NewSet(
+				attribute.String(labelCallerService, k.caller),
+				attribute.String(labelCalleeService, k.callee))
+		}))
 	}
 	for k, n := range t.noCallee {
-		ins.noCallee.Add(ctx, n, metric.WithAttributes(
-			attribute.String(labelCallerService, k.caller),
-			attribute.String(labelCalleeAgent, k.agent),
-			attribute.String(labelCallerStatus, k.status)))
+		ins.noCallee.Add(ctx, n, ins.opts.get(k, func() attribute.Set {
+			return attribute.NewSet(
+				attribute.String(labelCallerService, k.caller),
+				attribute.String(labelCalleeAgent, k.agent),
+				attribute.String(labelCallerStatus, k.status))
+		}))
 	}
 }

@@ -18,6 +18,8 @@ type identityProcessor struct {
 	ins      *instruments
 	// requesting: some rule can mark a span as a request (see markNoCallee)
 	requesting bool
+	// memory: verdicts given before (nil without `storage`), memory.go
+	memory *verdictMemory
 }
 
 // rule is a ContinuationRule ready for matching.
@@ -56,7 +58,11 @@ func (p *identityProcessor) processTraces(ctx context.Context, td ptrace.Traces)
 	var t tally
 	sc := getScratch()
 	for _, spans := range groupByTrace(td, sc) {
-		p.processTrace(spans, sc, &t)
+		if p.memory == nil {
+			p.processTrace(spans, sc, &t)
+		} else {
+			p.processTraceOnce(ctx, spans, sc, &t)
+		}
 		sc.reset()
 	}
 	sc.release()

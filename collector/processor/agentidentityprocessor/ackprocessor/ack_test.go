@@ -1,0 +1,241 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package ackprocessor
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/open-telemetry/opentelemetry-collector-contrib/processor/groupbytraceprocessor"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/confmap"
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/processor"
+	"go.opentelemetry.io/collector/processor/processortest"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// later stands for groupbytrace: it answers at once and passes the spans on
+// from another goroutine when told to.
+type later struct {
+	mu   sync.Mutex
+	held []ptrace.Traces
+	next consumer.Traces
+}
+
+func (l *later) Capabilities() consumer.Capabilities { return consumer.Capabilities{} }
+
+func (l *later) ConsumeTraces(_ context.Context, td ptrace.Traces) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.held = append(l.held, td)
+	return nil
+}
+
+// flush releases everything held, merged into one batch as the batch processor would.
+func (l *later) flush() error {
+	l.mu.Lock()
+	all := ptrace.NewTraces()
+	for _, td := range l.held {
+		td.ResourceSpans().MoveAndAppendTo(all.ResourceSpans())
+	}
+	l.held = nil
+	l.mu.Unlock()
+	return l.next.ConsumeTraces(context.Background(), all)
+}
+
+var lastSpan atomic.Uint64
+
+// traces makes one span per trace id given, each with a span id never used before.
+func traces(ids ...byte) ptrace.Traces {
+	td := ptrace.NewTraces()
+	spans := td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans()
+	for _, id := range ids {
+		s := spans.AppendEmpty()
+		s.SetTraceID(pcommon.TraceID{id})
+		var sid pcommon.SpanID
+		binary.LittleEndian.PutUint64(sid[:], lastSpan.Add(1))
+		s.SetSpanID(sid)
+	}
+	return td
+}
+
+func pipeline(t *testing.T, name string, timeout time.Duration, exporter consumer.Traces) (processor.Traces, *later) {
+	t.Helper()
+	rf := NewReleaseFactory()
+	rel, err := rf.CreateTraces(context.Background(), processortest.NewNopSettings(rf.Type()), &ReleaseConfig{Name: name}, exporter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &later{next: rel}
+	hf := NewHoldFactory()
+	h, err := hf.CreateTraces(context.Background(), processortest.NewNopSettings(hf.Type()), &HoldConfig{Name: name, Timeout: timeout}, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []component.Component{h, rel} {
+		if err := c.Start(context.Background(), componenttest.NewNopHost()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return h, l
+}
+
+func consumeAsync(h processor.Traces, td ptrace.Traces) chan error {
+	out := make(chan error, 1)
+	go func() { out <- h.ConsumeTraces(context.Background(), td) }()
+	return out
+}
+
+func TestHoldAnswersOnlyOnceEveryTraceIsExported(t *testing.T) {
+	sink := new(consumertest.TracesSink)
+	h, l := pipeline(t, t.Name(), time.Minute, sink)
+	first := consumeAsync(h, traces(1, 1, 2)) // two traces
+	second := consumeAsync(h, traces(2))      // more of trace 2, another request
+	for l.mu.Lock(); len(l.held) < 2; l.mu.Lock() {
+		l.mu.Unlock()
+		time.Sleep(time.Millisecond)
+	}
+	l.mu.Unlock()
+	select {
+	case err := <-first:
+		t.Fatalf("answered before export: %v", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	if err := l.flush(); err != nil {
+		t.Fatal(err)
+	}
+	for _, ch := range []chan error{first, second} {
+		if err := <-ch; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if sink.SpanCount() != 4 {
+		t.Fatalf("exported %d spans, want 4", sink.SpanCount())
+	}
+}
+
+func TestHoldReturnsTheExportError(t *testing.T) {
+	boom := errors.New("backend down")
+	h, l := pipeline(t, t.Name(), time.Minute, consumertest.NewErr(boom))
+	res := consumeAsync(h, traces(3))
+	for l.mu.Lock(); len(l.held) < 1; l.mu.Lock() {
+		l.mu.Unlock()
+		time.Sleep(time.Millisecond)
+	}
+	l.mu.Unlock()
+	if err := l.flush(); !errors.Is(err, boom) {
+		t.Fatal(err)
+	}
+	if err := <-res; !errors.Is(err, boom) {
+		t.Fatalf("hold returned %v, want the export error", err)
+	}
+}
+
+func TestHoldTimesOutWhenNothingIsReleasedAndForgets(t *testing.T) {
+	h, _ := pipeline(t, t.Name(), 20*time.Millisecond, new(consumertest.TracesSink))
+	if err := h.ConsumeTraces(context.Background(), traces(4)); !errors.Is(err, ErrTimeout) {
+		t.Fatalf("got %v, want ErrTimeout", err)
+	}
+	reg := registryFor(t.Name())
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	if len(reg.waiting) != 0 {
+		t.Fatalf("entries left after the timeout: %v", reg.waiting)
+	}
+}
+
+func TestHoldPassesOnAnEmptyRequest(t *testing.T) {
+	sink := new(consumertest.TracesSink)
+	h, _ := pipeline(t, t.Name(), time.Minute, sink)
+	if err := h.ConsumeTraces(context.Background(), ptrace.NewTraces()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	if (&HoldConfig{Timeout: 0}).Validate() == nil {
+		t.Fatal("a zero timeout must be rejected")
+	}
+	if err := NewHoldFactory().CreateDefaultConfig().(*HoldConfig).Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// realPipeline is ack_hold -> groupbytrace (the contrib processor) -> ack_release -> exporter.
+func realPipeline(t *testing.T, name string, timeout time.Duration, groupbytrace map[string]any, exporter consumer.Traces) processor.Traces {
+	t.Helper()
+	rf := NewReleaseFactory()
+	rel, err := rf.CreateTraces(context.Background(), processortest.NewNopSettings(rf.Type()), &ReleaseConfig{Name: name}, exporter)
+	require.NoError(t, err)
+	gf := groupbytraceprocessor.NewFactory()
+	gcfg := gf.CreateDefaultConfig()
+	require.NoError(t, confmap.NewFromStringMap(groupbytrace).Unmarshal(gcfg))
+	gbt, err := gf.CreateTraces(context.Background(), processortest.NewNopSettings(gf.Type()), gcfg, rel)
+	require.NoError(t, err)
+	hf := NewHoldFactory()
+	h, err := hf.CreateTraces(context.Background(), processortest.NewNopSettings(hf.Type()), &HoldConfig{Name: name, Timeout: timeout}, gbt)
+	require.NoError(t, err)
+	for _, c := range []component.Component{rel, gbt, h} {
+		require.NoError(t, c.Start(context.Background(), componenttest.NewNopHost()))
+		t.Cleanup(func() { require.NoError(t, c.Shutdown(context.Background())) })
+	}
+	return h
+}
+
+// Behind the real groupbytrace: two requests carrying parts of one trace
+// (and another trace) are answered only once groupbytrace released the trace
+// and the exporter has every span of the request.
+func TestHoldBehindRealGroupByTrace(t *testing.T) {
+	sink := new(consumertest.TracesSink)
+	h := realPipeline(t, t.Name(), time.Minute, map[string]any{"wait_duration": 200 * time.Millisecond}, sink)
+	var wg sync.WaitGroup
+	for _, td := range []ptrace.Traces{traces(7, 7, 8), traces(7)} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			want := map[pcommon.SpanID]bool{}
+			for _, s := range td.ResourceSpans().At(0).ScopeSpans().At(0).Spans().All() {
+				want[s.SpanID()] = true
+			}
+			assert.NoError(t, h.ConsumeTraces(context.Background(), td))
+			for _, got := range sink.AllTraces() {
+				for _, rs := range got.ResourceSpans().All() {
+					for _, ss := range rs.ScopeSpans().All() {
+						for _, s := range ss.Spans().All() {
+							delete(want, s.SpanID())
+						}
+					}
+				}
+			}
+			assert.Empty(t, want, "answered before every span of the request was exported")
+		}()
+	}
+	wg.Wait()
+	assert.Equal(t, 4, sink.SpanCount())
+}
+
+// A trace groupbytrace evicts (num_traces full) never comes out: the request
+// is answered with ErrTimeout, which the sender's queue retries. Whichever of
+// the two traces groupbytrace keeps is held for a minute, longer than the
+// timeout: both requests time out, in either order of arrival.
+func TestHoldTimesOutOnAnEvictedTrace(t *testing.T) {
+	h := realPipeline(t, t.Name(), 300*time.Millisecond,
+		map[string]any{"wait_duration": time.Minute, "num_traces": 1}, new(consumertest.TracesSink))
+	first, second := consumeAsync(h, traces(9)), consumeAsync(h, traces(10))
+	assert.ErrorIs(t, <-first, ErrTimeout)
+	assert.ErrorIs(t, <-second, ErrTimeout)
+}

@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package agentidentityprocessor
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/processor/processortest"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+)
+
+// agentShapedTrace is one trace of tests/collector/loadgen.py, as groupbytrace
+// releases it: orchestrator (invoke_agent INTERNAL, A2A CLIENT send) and
+// specialist (SERVER, invoke_agent, chat), 5 spans, every hop continued.
+func agentShapedTrace(n int64) ptrace.Traces {
+	tb := &traceBuilder{td: ptrace.NewTraces()}
+	orch, spec := tb.scope("orchestrator"), tb.scope("specialist")
+	root := tb.add(orch, pcommon.SpanID{}, ptrace.SpanKindInternal, map[string]any{
+		attrOperationName: operationInvokeAgent, attrAgentName: "orchestrator",
+		attrConversationID: "conv-1234abcd-17", attrExecutionID: "0123456789abcdef0123456789abcdef"})
+	send := tb.add(orch, root, ptrace.SpanKindClient, map[string]any{
+		attrOperationName: operationInvokeAgent, attrAgentName: "specialist", attrConversationID: "conv-1234abcd-17",
+		attrRequestedID: "conv-1234abcd-17", attrExecutionID: "0123456789abcdef0123456789abcdef",
+		attrDelegationID: "fedcba9876543210fedcba9876543210"})
+	server := tb.add(spec, send, ptrace.SpanKindServer, nil)
+	agent := tb.add(spec, server, ptrace.SpanKindInternal, map[string]any{
+		attrOperationName: operationInvokeAgent, attrAgentName: "specialist",
+		attrConversationID: "conv-1234abcd-17", attrExecutionID: "abcdef0123456789abcdef0123456789"})
+	tb.add(spec, agent, ptrace.SpanKindClient, map[string]any{attrOperationName: "chat"})
+	setTraceID(tb.td, n)
+	return tb.td
+}
+
+// BenchmarkPipelineShare is the collector's work per agent-shaped trace, with
+// and without the judging: decode the OTLP request (protobuf), judge it
+// (agentidentity with backfill, its counters on a real SDK meter), encode it
+// for the file exporter (OTLP JSON). groupbytrace, the receiver's HTTP and
+// the batch processor come on top in the collector, so the with/without ratio
+// here bounds the share from above; test_reliability_load.py measures the
+// real pipelines. Allocations per trace are reported per iteration (one trace).
+func BenchmarkPipelineShare(b *testing.B) {
+	req, err := (&ptrace.ProtoMarshaler{}).MarshalTraces(agentShapedTrace(1))
+	require.NoError(b, err)
+	for _, judged := range []bool{false, true} {
+		name := "without"
+		if judged {
+			name = "with"
+		}
+		b.Run(name, func(b *testing.B) {
+			mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+			defer func() { _ = mp.Shutdown(context.Background()) }()
+			set := processortest.NewNopSettings(componentType)
+			set.MeterProvider = mp
+			cfg := createDefaultConfig().(*Config)
+			cfg.Backfill = true
+			p, err := newIdentityProcessor(set, cfg)
+			require.NoError(b, err)
+			ctx := context.Background()
+			un, js := &ptrace.ProtoUnmarshaler{}, &ptrace.JSONMarshaler{}
+			b.ReportAllocs()
+			for b.Loop() {
+				td, err := un.UnmarshalTraces(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if judged {
+					td, _ = p.processTraces(ctx, td)
+				}
+				if _, err := js.MarshalTraces(td); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

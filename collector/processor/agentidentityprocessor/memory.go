@@ -1,0 +1,242 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package agentidentityprocessor // import "github.com/otel-agent-identity/otel-agent-identity/collector/processor/agentidentityprocessor"
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/extension/xextension/storage"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.uber.org/zap"
+)
+
+// defaultMemorySlots is the default of `memory_slots`.
+const defaultMemorySlots = 1 << 16
+
+// memoryFlushInterval is how often the memory writes what it learnt to storage.
+const memoryFlushInterval = 100 * time.Millisecond
+
+// metricDuplicateVerdicts counts spans whose verdict was given again (a
+// re-delivered trace) and so not counted a second time.
+const metricDuplicateVerdicts = "agent_identity.duplicate_verdicts"
+
+// VerdictMemory is the part of Config that remembers which spans were judged,
+// in a storage extension, so a trace delivered again (at-least-once delivery:
+// a sender that did not see the answer re-sends, e.g. the persistent queue of
+// tier2-identity.yaml after a SIGKILL) is judged again but not counted again.
+type VerdictMemory struct {
+	// Storage is the id of a storage extension (e.g. `file_storage`) that
+	// keeps the memory across restarts. Zero value and default: no memory;
+	// every delivery of a trace is judged and counted.
+	Storage *component.ID `mapstructure:"storage"`
+
+	// MemorySlots bounds the memory: one slot (24 bytes in memory, one
+	// storage key) per verdict span, hashed by span id; a newer verdict span
+	// hashed to the same slot replaces the older one. A re-delivery is
+	// recognised while its spans are still in their slots: with N slots,
+	// after n later verdict spans about exp(-n/N) of them are (N = 65,536:
+	// 78 % after a minute at 250 traces/s). Zero value: 65,536.
+	MemorySlots int `mapstructure:"memory_slots"`
+}
+
+var errMemorySlots = errors.New("`memory_slots` must not be negative")
+
+func (m *VerdictMemory) validate() error {
+	if m.MemorySlots < 0 {
+		return errMemorySlots
+	}
+	return nil
+}
+
+// verdictMemory is the open memory of one processor: every slot in memory
+// (read from storage at start), and the slots changed since the last write,
+// written to storage every memoryFlushInterval in one transaction (a storage
+// transaction per trace would cost more than the rest of the pipeline). A
+// SIGKILL loses the last interval's slots: a trace judged in it and sent
+// again is counted again (docs/reliability.md).
+type verdictMemory struct {
+	client     storage.Client
+	duplicates metric.Int64Counter
+	logger     *zap.Logger
+
+	mu      sync.Mutex
+	slots   [][24]byte
+	changed map[uint32]struct{}
+	stop    chan struct{}
+	done    chan struct{}
+	closed  sync.Once
+}
+
+// openMemory opens the storage client of cfg.Storage on host, reads the
+// slots it holds and starts the writer; nil when no storage is configured.
+func openMemory(ctx context.Context, host component.Host, id component.ID, cfg *VerdictMemory,
+	mp metric.MeterProvider, logger *zap.Logger) (*verdictMemory, error) {
+	if cfg.Storage == nil {
+		return nil, nil
+	}
+	ext, ok := host.GetExtensions()[*cfg.Storage]
+	if !ok {
+		return nil, fmt.Errorf("storage extension %q not found", cfg.Storage)
+	}
+	se, ok := ext.(storage.Extension)
+	if !ok {
+		return nil, fmt.Errorf("extension %q is not a storage extension", cfg.Storage)
+	}
+	client, err := se.GetClient(ctx, component.KindProcessor, id, "verdicts")
+	if err != nil {
+		return nil, err
+	}
+	counter, err := mp.Meter(scopeName).Int64Counter(metricDuplicateVerdicts, metric.WithUnit("{span}"),
+		metric.WithDescription("Verdict spans of a trace judged again (a re-delivery), not counted again."))
+	if err != nil {
+		return nil, errors.Join(err, client.Close(ctx))
+	}
+	n := cfg.MemorySlots
+	if n == 0 {
+		n = defaultMemorySlots
+	}
+	m := &verdictMemory{client: client, duplicates: counter, logger: logger, slots: make([][24]byte, n),
+		changed: map[uint32]struct{}{}, stop: make(chan struct{}), done: make(chan struct{})}
+	if w, ok := client.(storage.Walker); ok {
+		err = w.Walk(ctx, func(key string, value []byte) ([]*storage.Operation, error) {
+			if i, err := strconv.ParseUint(key, 36, 32); err == nil && int(i) < n && len(value) == 24 {
+				copy(m.slots[i][:], value)
+			}
+			return nil, nil
+		})
+		if err != nil {
+			return nil, errors.Join(err, client.Close(ctx))
+		}
+	}
+	go m.writer()
+	return m, nil
+}
+
+func (m *verdictMemory) writer() {
+	defer close(m.done)
+	tick := time.NewTicker(memoryFlushInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-tick.C:
+			m.flush()
+		case <-m.stop:
+			m.flush()
+			return
+		}
+	}
+}
+
+// flush writes the changed slots in one storage transaction.
+func (m *verdictMemory) flush() {
+	m.mu.Lock()
+	if len(m.changed) == 0 {
+		m.mu.Unlock()
+		return
+	}
+	ops := make([]*storage.Operation, 0, len(m.changed))
+	for i := range m.changed {
+		v := m.slots[i]
+		ops = append(ops, storage.SetOperation(strconv.FormatUint(uint64(i), 36), v[:]))
+	}
+	clear(m.changed)
+	m.mu.Unlock()
+	if err := m.client.Batch(context.Background(), ops...); err != nil {
+		m.logger.Warn("verdict memory not written", zap.Error(err))
+	}
+}
+
+func (m *verdictMemory) close(ctx context.Context) error {
+	if m == nil {
+		return nil
+	}
+	var err error
+	m.closed.Do(func() {
+		close(m.stop)
+		<-m.done
+		err = m.client.Close(ctx)
+	})
+	return err
+}
+
+// seenAll records keys (trace id + span id of each verdict span) and reports
+// whether every one of them was recorded before.
+func (m *verdictMemory) seenAll(keys [][24]byte) bool {
+	all := true
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, k := range keys {
+		i := m.slot(k)
+		if m.slots[i] != k {
+			all = false
+			m.slots[i] = k
+			m.changed[i] = struct{}{}
+		}
+	}
+	return all
+}
+
+// slot is the index of k: span ids are random, so their bits spread evenly.
+func (m *verdictMemory) slot(k [24]byte) uint32 {
+	return uint32((binary.LittleEndian.Uint64(k[16:]) ^ binary.LittleEndian.Uint64(k[8:16])) % uint64(len(m.slots)))
+}
+
+// processTraceOnce judges one trace like processTrace, then asks the memory
+// whether its verdict spans (the spans marked agent_identity.hop.result) were
+// all judged before: if so the trace is a re-delivery, its verdict spans are
+// marked agent_identity.verdict.duplicate=true and nothing of it is counted;
+// else its counts go into t. A re-delivery merged with spans not judged
+// before (a late fragment) is counted again as a whole.
+func (p *identityProcessor) processTraceOnce(ctx context.Context, spans []spanRef, sc *scratch, t *tally) {
+	var own tally
+	p.processTrace(spans, sc, &own)
+	var keys [][24]byte
+	var marked []int
+	for i, s := range spans {
+		if _, ok := s.span.Attributes().Get(attrHopResult); ok {
+			var k [24]byte
+			tid, sid := s.span.TraceID(), s.span.SpanID()
+			copy(k[:16], tid[:])
+			copy(k[16:], sid[:])
+			keys = append(keys, k)
+			marked = append(marked, i)
+		}
+	}
+	if len(keys) == 0 || !p.memory.seenAll(keys) {
+		t.merge(&own)
+		return
+	}
+	bySvc := map[string]int64{}
+	for _, i := range marked {
+		spans[i].span.Attributes().PutBool(attrVerdictDuplicate, true)
+		bySvc[serviceLabel(spans[i].service)]++
+	}
+	for svc, n := range bySvc {
+		p.memory.duplicates.Add(ctx, n, metric.WithAttributes(attribute.String(labelCalleeService, svc)))
+	}
+}
+
+// merge adds o's counts to t.
+func (t *tally) merge(o *tally) {
+	mergeCounts(&t.hops, o.hops)
+	mergeCounts(&t.unresolved, o.unresolved)
+	mergeCounts(&t.duplicates, o.duplicates)
+	mergeCounts(&t.noCallee, o.noCallee)
+}
+
+func mergeCounts[K comparable](dst *map[K]int64, src map[K]int64) {
+	for k, n := range src {
+		if *dst == nil {
+			*dst = make(map[K]int64, len(src))
+		}
+		(*dst)[k] += n
+	}
+}
