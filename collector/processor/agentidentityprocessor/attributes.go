@@ -17,6 +17,9 @@ const (
 	attrRequestedID = "agent_identity.conversation.requested_id"
 	// attrResumed: whether the agent run started from prior conversation state.
 	attrResumed = "agent_identity.conversation.resumed"
+	// attrDelegationRedelivered: the serving process had received this
+	// delegation before (a retry, executed again or not).
+	attrDelegationRedelivered = "agent_identity.delegation.redelivered"
 
 	// operationInvokeAgent is the gen_ai.operation.name of agent spans.
 	operationInvokeAgent = "invoke_agent"

@@ -94,6 +94,7 @@ func TestMetricsFollowTable(t *testing.T) {
 		metricUnresolved:          {labelCalleeService},
 		metricDuplicateExecutions: {labelCallerService, labelCalleeService},
 		metricNoCallee:            {labelCallerService, labelCalleeAgent, labelCallerStatus},
+		metricDuplicateDeliveries: {labelCallerService, labelCalleeService},
 	}
 	require.Len(t, rows, len(want))
 	for name, labels := range want {

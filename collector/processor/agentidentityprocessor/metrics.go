@@ -20,6 +20,7 @@ const (
 	metricUnresolved          = "agent_identity.unresolved"
 	metricDuplicateExecutions = "agent_identity.duplicate_executions"
 	metricNoCallee            = "agent_identity.no_callee"
+	metricDuplicateDeliveries = "agent_identity.duplicate_deliveries"
 
 	labelCallerService = "caller_service"
 	labelCalleeService = "callee_service"
@@ -35,7 +36,7 @@ const (
 )
 
 type instruments struct {
-	hops, mismatches, unresolved, duplicates, noCallee metric.Int64Counter
+	hops, mismatches, unresolved, duplicates, noCallee, deliveries metric.Int64Counter
 }
 
 func newInstruments(mp metric.MeterProvider) (*instruments, error) {
@@ -52,7 +53,10 @@ func newInstruments(mp metric.MeterProvider) (*instruments, error) {
 		metric.WithDescription("Extra callee executions under one delegation id in a trace."))
 	ins.noCallee, e5 = m.Int64Counter(metricNoCallee, metric.WithUnit("{span}"),
 		metric.WithDescription("Requesting spans (require_continuation caller conditions) with no descendant in another service."))
-	return &ins, errors.Join(e1, e2, e3, e4, e5)
+	var e6 error
+	ins.deliveries, e6 = m.Int64Counter(metricDuplicateDeliveries, metric.WithUnit("{request}"),
+		metric.WithDescription("Callee entry spans of a delegation the serving process had received before (a retry, executed again or not)."))
+	return &ins, errors.Join(e1, e2, e3, e4, e5, e6)
 }
 
 // hopKey is the label set of hops and mismatches.
@@ -72,6 +76,7 @@ type tally struct {
 	unresolved map[string]int64
 	duplicates map[pairKey]int64
 	noCallee   map[noCalleeKey]int64
+	deliveries map[pairKey]int64
 }
 
 // bump adds one to (*m)[k], making the map on first use.
@@ -98,6 +103,11 @@ func (ins *instruments) record(ctx context.Context, t *tally) {
 	}
 	for k, n := range t.duplicates {
 		ins.duplicates.Add(ctx, n, metric.WithAttributes(
+			attribute.String(labelCallerService, k.caller),
+			attribute.String(labelCalleeService, k.callee)))
+	}
+	for k, n := range t.deliveries {
+		ins.deliveries.Add(ctx, n, metric.WithAttributes(
 			attribute.String(labelCallerService, k.caller),
 			attribute.String(labelCalleeService, k.callee)))
 	}

@@ -70,6 +70,9 @@ type trace struct {
 	convMemo, delegMemo []int32
 	ruleMemo            [][]int32
 	deleg               map[delegationKey][]delegated
+	// served: entry spans the serving process itself marked a duplicate
+	// execution (countServedMarks), already counted
+	served map[int32]bool
 }
 
 // delegationKey is one callee's share of a delegation: the caller's service,
@@ -101,6 +104,7 @@ func (p *identityProcessor) processTrace(spans []spanRef, sc *scratch, t *tally)
 			bump(&t.unresolved, serviceLabel(spans[c].service))
 		case par >= 0 && spans[par].service != spans[c].service:
 			p.checkHop(tr, par, c, t)
+			tr.countServedMarks(par, c, t)
 		}
 	}
 	p.markNoCallee(tr, t)
@@ -380,9 +384,34 @@ func (p *identityProcessor) markDuplicates(tr *trace, t *tally) {
 			tr.spans[h.entry].span.Attributes().PutBool(attrDelegationDuplicate, true)
 			if !seen[h.execution] {
 				seen[h.execution] = true
-				bump(&t.duplicates, pairKey{caller: key.caller, callee: key.callee})
+				if !tr.served[h.entry] {
+					bump(&t.duplicates, pairKey{caller: key.caller, callee: key.callee})
+				}
 			}
 		}
+	}
+}
+
+// countServedMarks counts what the serving process marked on the entry span c
+// of hop par -> c: agent_identity.delegation.duplicate=true (it had executed
+// this delegation before, possibly in another trace: a retry after a crash is
+// a new trace, which no per-trace analysis sees beside the first, and in two
+// tiers it may reach another instance) and
+// agent_identity.delegation.redelivered=true (it had received the delegation
+// before, executed again or answered from a ledger). markDuplicates does not
+// count such an execution a second time.
+func (tr *trace) countServedMarks(par, c int32, t *tally) {
+	attrs := tr.spans[c].span.Attributes()
+	key := pairKey{caller: tr.spans[par].service, callee: tr.spans[c].service}
+	if v, ok := attrs.Get(attrDelegationDuplicate); ok && v.Type() == pcommon.ValueTypeBool && v.Bool() {
+		if tr.served == nil {
+			tr.served = make(map[int32]bool)
+		}
+		tr.served[c] = true
+		bump(&t.duplicates, key)
+	}
+	if v, ok := attrs.Get(attrDelegationRedelivered); ok && v.Type() == pcommon.ValueTypeBool && v.Bool() {
+		bump(&t.deliveries, key)
 	}
 }
 
