@@ -155,3 +155,17 @@ def test_attempt_refused_at_connect_is_not_a_duplicate(world):
     assert not entry.attributes.get(DUPLICATE) and not entry.attributes.get(REDELIVERED)
     assert _metric(world, "agent_identity_duplicate_executions", "checkout-refused") == 0
     assert _metric(world, "agent_identity_duplicate_deliveries", "checkout-refused") == 0
+
+
+def test_timed_out_attempt_is_judged_and_its_completed_work_visible(world):
+    for caller in ("checkout-naive", "checkout-idempotent"):
+        first, second = _entries(world, caller)
+        # the send timed out (its CLIENT span has no context): still judged against the callee's entry
+        assert first.attributes["agent_identity.hop.result"] == "first_turn"
+        assert first.attributes.get("agent_identity.hop.response_lost") is True
+        assert second.attributes["agent_identity.hop.result"] == "first_turn"
+        assert "agent_identity.hop.response_lost" not in second.attributes
+        assert _metric(world, "agent_identity_lost_responses", caller) == 1
+    assert _metric(world, "agent_identity_lost_responses", "checkout-refused") == 0
+    hops = h.metric_sum(world["samples"], "agent_identity_hops", result="not_required")
+    assert hops == 0

@@ -38,6 +38,7 @@ const (
 	attrHopCalleeResumed        = "agent_identity.hop.callee.resumed"
 	attrConversationBackfilled  = "agent_identity.conversation.backfilled"
 	attrDelegationDuplicate     = "agent_identity.delegation.duplicate"
+	attrHopResponseLost         = "agent_identity.hop.response_lost"
 )
 
 // writtenAttributes lists every attribute the processor may set.
@@ -53,6 +54,7 @@ var writtenAttributes = []string{
 	attrHopCalleeResumed,
 	attrConversationBackfilled,
 	attrDelegationDuplicate,
+	attrHopResponseLost,
 }
 
 // Values of agent_identity.hop.result. The flagged ones (hop.mismatch=true)

@@ -21,6 +21,7 @@ const (
 	metricDuplicateExecutions = "agent_identity.duplicate_executions"
 	metricNoCallee            = "agent_identity.no_callee"
 	metricDuplicateDeliveries = "agent_identity.duplicate_deliveries"
+	metricLostResponses       = "agent_identity.lost_responses"
 
 	labelCallerService = "caller_service"
 	labelCalleeService = "callee_service"
@@ -36,7 +37,7 @@ const (
 )
 
 type instruments struct {
-	hops, mismatches, unresolved, duplicates, noCallee, deliveries metric.Int64Counter
+	hops, mismatches, unresolved, duplicates, noCallee, deliveries, lost metric.Int64Counter
 }
 
 func newInstruments(mp metric.MeterProvider) (*instruments, error) {
@@ -56,7 +57,10 @@ func newInstruments(mp metric.MeterProvider) (*instruments, error) {
 	var e6 error
 	ins.deliveries, e6 = m.Int64Counter(metricDuplicateDeliveries, metric.WithUnit("{request}"),
 		metric.WithDescription("Callee entry spans of a delegation the serving process had received before (a retry, executed again or not)."))
-	return &ins, errors.Join(e1, e2, e3, e4, e5, e6)
+	var e7 error
+	ins.lost, e7 = m.Int64Counter(metricLostResponses, metric.WithUnit("{hop}"),
+		metric.WithDescription("Hops whose callee completed the request while the caller's send failed (timeout, reset)."))
+	return &ins, errors.Join(e1, e2, e3, e4, e5, e6, e7)
 }
 
 // hopKey is the label set of hops and mismatches.
@@ -77,6 +81,8 @@ type tally struct {
 	duplicates map[pairKey]int64
 	noCallee   map[noCalleeKey]int64
 	deliveries map[pairKey]int64
+	// lostResponses: hops marked agent_identity.hop.response_lost
+	lostResponses map[pairKey]int64
 }
 
 // bump adds one to (*m)[k], making the map on first use.
@@ -108,6 +114,11 @@ func (ins *instruments) record(ctx context.Context, t *tally) {
 	}
 	for k, n := range t.deliveries {
 		ins.deliveries.Add(ctx, n, metric.WithAttributes(
+			attribute.String(labelCallerService, k.caller),
+			attribute.String(labelCalleeService, k.callee)))
+	}
+	for k, n := range t.lostResponses {
+		ins.lost.Add(ctx, n, metric.WithAttributes(
 			attribute.String(labelCallerService, k.caller),
 			attribute.String(labelCalleeService, k.callee)))
 	}

@@ -155,7 +155,11 @@ func (p *identityProcessor) checkHop(tr *trace, par, c int32, t *tally) {
 	}
 	required := from >= 0
 	if !required {
-		from = par
+		if f := p.failedRequest(tr, par, c); f >= 0 {
+			from, required = f, true
+		} else {
+			from = par
+		}
 	}
 	callerConv := ""
 	if i := tr.nearest(&tr.convMemo, from, tr.hasConv); i >= 0 {
@@ -232,6 +236,7 @@ func (p *identityProcessor) checkHop(tr *trace, par, c int32, t *tally) {
 	if resumedKnown {
 		attrs.PutBool(attrHopCalleeResumed, resumed)
 	}
+	tr.markResponseLost(par, c, caller.service, callee.service, t)
 	bump(&t.hops, hopKey{caller: caller.service, callee: callee.service, agent: agent, result: result})
 
 	if execution == "" {
@@ -246,6 +251,60 @@ func (p *identityProcessor) checkHop(tr *trace, par, c int32, t *tally) {
 	}
 	key := delegationKey{caller: caller.service, id: strAttr(tr.spans[d].span, attrDelegationID), callee: callee.service}
 	tr.deleg[key] = append(tr.deleg[key], delegated{entry: c, execution: execution, start: callee.span.StartTimestamp()})
+}
+
+// failedRequest returns, for a hop par -> c that no rule matched, the
+// requesting span of a send that failed after its request left (status ERROR:
+// a timeout, a connection reset): such a span never learnt the context the
+// callee answered in, so it lacks the gen_ai.conversation.id a rule (the
+// default one) requires. The callee did receive the request (the hop exists),
+// so the span is judged as if it carried the context the entry span c
+// answered in. It is par or a same-service ancestor; -1 when there is none.
+func (p *identityProcessor) failedRequest(tr *trace, par, c int32) int32 {
+	answered := strAttr(tr.spans[c].span, attrConversationID)
+	if answered == "" {
+		return -1
+	}
+	caller, callee := tr.spans[par].service, tr.spans[c].service
+	for i := par; i >= 0 && tr.spans[i].service == caller; i = tr.parent[i] {
+		s := tr.spans[i].span
+		if s.Status().Code() != ptrace.StatusCodeError || strAttr(s, attrConversationID) != "" {
+			continue
+		}
+		for k := range p.rules {
+			r := &p.rules[k]
+			if (r.caller == "" || r.caller == caller) && (r.callee == "" || r.callee == callee) &&
+				r.matchesAnswering(s, answered) {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+// markResponseLost marks the entry span c agent_identity.hop.response_lost
+// when the callee completed the request (c's status is not ERROR) but the
+// caller's send failed (par, or the nearest same-service CLIENT span above it
+// up to the invoke_agent send, has status ERROR: a timeout, a reset): the
+// work was done and the caller did not learn it, so it may retry.
+func (tr *trace) markResponseLost(par, c int32, caller, callee string, t *tally) {
+	if tr.spans[c].span.Status().Code() == ptrace.StatusCodeError {
+		return
+	}
+	for i := par; i >= 0 && tr.spans[i].service == caller; i = tr.parent[i] {
+		s := tr.spans[i].span
+		if s.Kind() != ptrace.SpanKindClient {
+			continue
+		}
+		if s.Status().Code() == ptrace.StatusCodeError {
+			tr.spans[c].span.Attributes().PutBool(attrHopResponseLost, true)
+			bump(&t.lostResponses, pairKey{caller: caller, callee: callee})
+			return
+		}
+		if strAttr(s, attrOperationName) == operationInvokeAgent {
+			return
+		}
+	}
 }
 
 // verdict says whether a hop result is flagged (agent_identity.hop.mismatch
@@ -346,12 +405,19 @@ func attrConds(m map[string]string) []attrCond {
 	return out
 }
 
-func (r *rule) matches(span ptrace.Span) bool {
+func (r *rule) matches(span ptrace.Span) bool { return r.matchesAnswering(span, "") }
+
+// matchesAnswering is matches with answered standing in for an absent
+// gen_ai.conversation.id (see failedRequest); "" for none.
+func (r *rule) matchesAnswering(span ptrace.Span, answered string) bool {
 	if r.kind != ptrace.SpanKindUnspecified && span.Kind() != r.kind {
 		return false
 	}
 	for _, c := range r.attrs {
 		got := strAttr(span, c.key)
+		if got == "" && c.key == attrConversationID {
+			got = answered
+		}
 		if got == "" || (c.want != "" && got != c.want) {
 			return false
 		}
