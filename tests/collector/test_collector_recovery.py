@@ -35,16 +35,6 @@ WAIT = "8s"
 DUPLICATE, REDELIVERED = "agent_identity.delegation.duplicate", "agent_identity.delegation.redelivered"
 
 
-def _scenario(url: str, db: Path, endpoint: str, caller: str, order: str, first_url: str | None = None) -> list:
-    """Two checkout processes: the first (to ``first_url``, default ``url``) fails its send and exits,
-    the second resumes from ``db`` and completes. Returns both records."""
-    first, status = h.run_checkout(first_url or url, db, endpoint, url, service=caller, order=order)
-    assert status == 3 and first["error"] and not first["resumed"], first
-    second, status = h.run_checkout(url, db, endpoint, url, service=caller, order=order)
-    assert status == 0 and second["resumed"] and second["receipt"] and not second["error"], second
-    return [first, second]
-
-
 @pytest.fixture(scope="module", params=["single-node", "two-tier"])
 def world(request, tmp_path_factory):
     """The collector(s), both specialists, and the three scenarios run once per topology."""
@@ -73,7 +63,7 @@ def world(request, tmp_path_factory):
         def run(name, *scenarios):
             try:
                 for args in scenarios:
-                    records[args[3]] = _scenario(*args)
+                    records[args[3]] = h.run_recovery(*args)
             except Exception as exc:  # noqa: BLE001 - reported by the main thread
                 errors.append((name, exc))
 
