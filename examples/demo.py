@@ -266,14 +266,14 @@ def recovery(binary: str, work: Path) -> list[str]:
         samples = h.scrape(collector.metrics_port)
         print("\nRecovery test: checkout -> charge (delegation key order-42:charge, 1 s timeout, response held 3 s),"
               " crash, resume from the SQLite checkpoint, retry")
-        print(f"  {'specialist':<20} {'attempts':>8} {'charges made':>12}   collector: {'duplicate executions':>20} "
-              f"{'duplicate deliveries':>20} {'lost responses':>14}")
+        print(f"  {'specialist':<20} {'attempts':>8} {'charges made (truth)':>20} | collector: "
+              f"{'duplicate executions':>20} {'duplicate deliveries':>20} {'lost responses':>14}")
         for service, caller, records, record in rows:
             charges = len(h.read_charges(record))
             got = {name: h.metric_sum(samples, name, caller_service=caller, callee_service=service)
                    for name in ("agent_identity_duplicate_executions", "agent_identity_duplicate_deliveries",
                                 "agent_identity_lost_responses")}
-            print(f"  {service:<20} {len(records):>8} {charges:>12}   {'':>10} "
+            print(f"  {service:<20} {len(records):>8} {charges:>20} | {'':>10} "
                   f"{got['agent_identity_duplicate_executions']:>20g} {got['agent_identity_duplicate_deliveries']:>20g} "
                   f"{got['agent_identity_lost_responses']:>14g}")
             if got["agent_identity_duplicate_executions"] != charges - 1:
