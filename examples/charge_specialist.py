@@ -1,5 +1,6 @@
 """A payment specialist served over A2A on 127.0.0.1: an a2a-sdk ``AgentExecutor`` whose work is one
-LangGraph run (a graph with one node, ``charge``), for the recovery scenario of ``recovery.py``.
+LangGraph run (a graph with one node, ``charge``), the callee of the recovery scenario
+(``checkout_orchestrator.py``, ``tests/collector/test_collector_recovery.py``, the demo).
 
 - naive (default): every request runs the graph, so a retried delegation charges again;
 - ``--idempotent``: keeps a ledger keyed by the caller's delegation id, read with

@@ -25,6 +25,9 @@ from typing import Any, Iterator, Optional
 
 from opentelemetry import context as otel_context
 
+from otel_agent_identity import attributes as attrs
+from otel_agent_identity import metrics
+
 MAX_CONVERSATIONS = 1024
 MAX_AGENTS_PER_CONVERSATION = 16
 MAX_DELEGATIONS = 4096
@@ -201,9 +204,6 @@ def note_execution() -> None:
         except IndexError:
             return
         if executed_delegations.seen_before(key):
-            from otel_agent_identity import attributes as attrs
-            from otel_agent_identity import metrics
-
             if span.is_recording():
                 span.set_attribute(attrs.DELEGATION_DUPLICATE, True)
             metrics.count(metrics.DELEGATION_DUPLICATE_EXECUTIONS, agent=agent, framework="a2a")
