@@ -397,13 +397,15 @@ def run_checkout(url: str, db: Path, endpoint: Optional[str], allowlist: str, ti
 
 def run_recovery(url: str, db: Path, endpoint: Optional[str], caller: str, order: str = "order-42",
                  first_url: Optional[str] = None) -> list[dict]:
-    """The recovery scenario: a first checkout process (sending to ``first_url``, default ``url``)
-    whose send fails and which exits before ``charge`` is checkpointed, then a second that resumes
-    from ``db`` and completes. Returns both records; raises RuntimeError when either did otherwise."""
+    """The recovery scenario: a first checkout process (sending to ``first_url``, default ``url``,
+    with a 1 s timeout) whose send fails and which exits before ``charge`` is checkpointed, then a
+    second that resumes from ``db`` and completes (a 30 s timeout: the network recovered; no test
+    depends on the machine's speed). Returns both records; raises RuntimeError when either did
+    otherwise."""
     first, status = run_checkout(first_url or url, db, endpoint, url, service=caller, order=order)
     if status != 3 or not first["error"] or first["resumed"]:
         raise RuntimeError(f"{caller}: the first attempt did not fail as planned: {first}")
-    second, status = run_checkout(url, db, endpoint, url, service=caller, order=order)
+    second, status = run_checkout(url, db, endpoint, url, timeout=30.0, service=caller, order=order)
     if status != 0 or not second["resumed"] or not second["receipt"] or second["error"]:
         raise RuntimeError(f"{caller}: the resumed attempt did not complete: {second}")
     return [first, second]
