@@ -7,7 +7,7 @@ charge -> finish``) delegates ``charge`` inside ``delegation(key="order-N:charge
 client timeout to a payment specialist (``examples/charge_specialist.py``: an a2a-sdk
 ``AgentExecutor`` whose work is one LangGraph run) that completes the charge at once and holds its
 first response 3 s. The first checkout process times out and exits before ``charge`` is
-checkpointed; a second one resumes and retries: the same delegation id, in a new trace. Ground
+checkpointed; a second one resumes and retries (30 s timeout): the same delegation id, in a new trace. Ground
 truth: the specialist's own record of the charges it made.
 
 - naive specialist: it charges twice; the second execution is flagged and counted once;
