@@ -115,14 +115,20 @@ def start_specialist(service: str, endpoint: Optional[str], shape: str = "a2a-ex
     Its stdout is a pipe (the console exporter, when ``endpoint`` is None); its stderr goes to the
     file ``process.log_path`` (a pipe nobody reads could fill up and stall the server).
     """
+    args = ["--shape", "new-session" if forgetful else shape]
+    if truth is not None:
+        args += ["--truth", str(truth)]
+    if stream:
+        args.append("--stream")
+    return start_server("specialist.py", service, endpoint, *args, **extra)
+
+
+def start_server(script: str, service: str, endpoint: Optional[str], *args: str, **extra: str):
+    """Start ``examples/<script> --port P --name service *args`` under the launcher; returns
+    ``(process, url)`` once it listens (stdout a pipe, stderr the file ``process.log_path``)."""
     port = free_port()
     log = tempfile.NamedTemporaryFile(prefix=f"{service}-", suffix=".log", delete=False)
-    cmd = [str(LAUNCHER), sys.executable, str(EXAMPLES / "specialist.py"), "--port", str(port), "--name", service,
-           "--shape", "new-session" if forgetful else shape]
-    if truth is not None:
-        cmd += ["--truth", str(truth)]
-    if stream:
-        cmd.append("--stream")
+    cmd = [str(LAUNCHER), sys.executable, str(EXAMPLES / script), "--port", str(port), "--name", service, *args]
     with log:
         proc = subprocess.Popen(cmd, env=otel_env(service, endpoint, **extra), stdout=subprocess.PIPE,
                                 stderr=log, text=True)
@@ -362,3 +368,51 @@ def metric_total(metrics: dict, service: str, name: str, **labels: str) -> float
     """Sum over :func:`read_metrics` output of ``name`` for ``service`` matching ``labels``."""
     return sum(v for (svc, n, lab), v in metrics.items()
                if svc == service and n == name and all(dict(lab).get(k) == want for k, want in labels.items()))
+
+
+# -- issue 27: the recovery scenario (a delegation retried after a crash) ---------------------------
+def start_charge_specialist(service: str, endpoint: Optional[str], record: Path, idempotent: bool,
+                            hold: float = 3.0, **extra: str):
+    """``charge_specialist.py`` under the launcher (naive, or ``idempotent``: a ledger keyed by
+    ``otel_agent_identity.upstream()``), holding its first response ``hold`` seconds; every charge
+    it really makes is a JSON line in ``record``. Returns ``(process, url)``."""
+    args = ["--record", str(record), "--hold", str(hold)] + (["--idempotent"] if idempotent else [])
+    return start_server("charge_specialist.py", service, endpoint, *args, **extra)
+
+
+def run_checkout(url: str, db: Path, endpoint: Optional[str], allowlist: str, timeout: float = 1.0,
+                 service: str = "checkout", order: str = "order-42", **extra: str) -> tuple[dict, int]:
+    """One ``checkout_orchestrator.py`` process under the launcher (it resumes from ``db`` when a
+    run is checkpointed there), allowlisting ``allowlist``; returns its record and exit status
+    (3: it crashed on a failed send). Raises RuntimeError on any other failure."""
+    cmd = [str(LAUNCHER), sys.executable, str(EXAMPLES / "checkout_orchestrator.py"), "--specialist", url,
+           "--db", str(db), "--timeout", str(timeout), "--order", order]
+    env = otel_env(service, endpoint, OTEL_INSTRUMENTATION_AGENT_IDENTITY_ALLOWLIST=allowlist, **extra)
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith('{"resumed"')]
+    if proc.returncode not in (0, 3) or not lines:
+        raise RuntimeError(f"{service} exited with {proc.returncode}:\n{proc.stderr[-3000:]}")
+    return json.loads(lines[-1]), proc.returncode
+
+
+def run_recovery(url: str, db: Path, endpoint: Optional[str], caller: str, order: str = "order-42",
+                 first_url: Optional[str] = None) -> list[dict]:
+    """The recovery scenario: a first checkout process (sending to ``first_url``, default ``url``,
+    with a 1 s timeout) whose send fails and which exits before ``charge`` is checkpointed, then a
+    second that resumes from ``db`` and completes (a 30 s timeout: the network recovered; no test
+    depends on the machine's speed). Returns both records; raises RuntimeError when either did
+    otherwise."""
+    first, status = run_checkout(first_url or url, db, endpoint, url, service=caller, order=order)
+    if status != 3 or not first["error"] or first["resumed"]:
+        raise RuntimeError(f"{caller}: the first attempt did not fail as planned: {first}")
+    second, status = run_checkout(url, db, endpoint, url, timeout=30.0, service=caller, order=order)
+    if status != 0 or not second["resumed"] or not second["receipt"] or second["error"]:
+        raise RuntimeError(f"{caller}: the resumed attempt did not complete: {second}")
+    return [first, second]
+
+
+def read_charges(path: Path) -> list[dict]:
+    """The charge specialist's own record: one dict per charge it really made (ground truth)."""
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]

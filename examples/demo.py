@@ -18,14 +18,18 @@ a caller that restarts its delegate every turn (a fresh context per send,
 ``examples/restarting_caller.py``) beside one that keeps it: the collector sees only first turns
 there; the caller marks each restart on its CLIENT span and counts it in the Python-side counter
 ``agent_identity.delegate.restarts`` (exported over OTLP to the collector's metrics overlay).
+Then the founding essay's recovery test (``recovery``): a LangGraph checkout that crashes on a
+timed-out charge and resumes, against a naive and an idempotent payment specialist; the charges each
+really made printed beside the duplicate executions and deliveries the collector reports.
 
 Each specialist's model reports how many messages it saw: the ground truth. The demo prints, per
 turn, that truth next to the collector's verdict, then the collector's counters.
 
 Exit status: 0 when every verdict equals the ground truth (turn 1: never flagged; a callee that saw
 prior messages: not flagged; one that saw only the new message: flagged), the counters agree, and
-the retried delegation is counted as exactly one duplicate execution, and every restart of a
-delegate (and only those) is marked and counted; 1 otherwise; 2 when the demo
+the retried delegation is counted as exactly one duplicate execution, every restart of a
+delegate (and only those) is marked and counted, and the recovery test's duplicate executions equal
+the charges made beyond the first (deliveries: the attempts beyond the first); 1 otherwise; 2 when the demo
 could not run. Options: ``--collector PATH`` (default ``collector/_build/otelcol-agentidentity``),
 ``--turns N``, ``--keep`` (leave the work directory with spans.jsonl, truth.jsonl and logs).
 """
@@ -235,6 +239,56 @@ def restarting_delegates(url: str, collector, work: Path, turns: int) -> list[st
     return problems
 
 
+def recovery(binary: str, work: Path) -> list[str]:
+    """The founding essay's recovery test, with its own collector (groupbytrace must outwait the
+    held response): a LangGraph checkout (SQLite checkpointer) whose ``charge`` delegation times
+    out after 1 s while the specialist, done in milliseconds, holds its response 3 s; the process
+    exits, a second resumes and retries with the same ``delegation(key=...)``. Against a naive and
+    an idempotent specialist (``examples/charge_specialist.py``), side by side: the charges each
+    really made (its own record) and what the collector reports. Returns the disagreements."""
+    work.mkdir()
+    collector = h.start_collector(binary, work, groupbytrace_wait="8s")
+    procs, problems, rows = [], [], []
+    try:
+        for kind in ("naive", "idempotent"):
+            service = f"payments-{kind}"
+            proc, url = h.start_charge_specialist(service, collector.endpoint, work / f"{kind}.jsonl",
+                                                  idempotent=kind == "idempotent")
+            procs.append(proc)
+            records = h.run_recovery(url, work / f"{kind}.sqlite", collector.endpoint, f"checkout-{kind}")
+            rows.append((service, f"checkout-{kind}", records, work / f"{kind}.jsonl"))
+        deadline = time.monotonic() + 60
+        while True:  # both deliveries of both scenarios judged
+            judged = [s for s in h.hop_spans(h.read_spans(collector.spans_file)) if s.service.startswith("payments")]
+            if len(judged) >= 4 or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        samples = h.scrape(collector.metrics_port)
+        print("\nRecovery test: checkout -> charge (delegation key order-42:charge, 1 s timeout, response held 3 s),"
+              " crash, resume from the SQLite checkpoint, retry")
+        print(f"  {'specialist':<20} {'attempts':>8} {'charges made (truth)':>20} | collector: "
+              f"{'duplicate executions':>20} {'duplicate deliveries':>20} {'lost responses':>14}")
+        for service, caller, records, record in rows:
+            charges = len(h.read_charges(record))
+            got = {name: h.metric_sum(samples, name, caller_service=caller, callee_service=service)
+                   for name in ("agent_identity_duplicate_executions", "agent_identity_duplicate_deliveries",
+                                "agent_identity_lost_responses")}
+            print(f"  {service:<20} {len(records):>8} {charges:>20} | {'':>10} "
+                  f"{got['agent_identity_duplicate_executions']:>20g} {got['agent_identity_duplicate_deliveries']:>20g} "
+                  f"{got['agent_identity_lost_responses']:>14g}")
+            if got["agent_identity_duplicate_executions"] != charges - 1:
+                problems.append(f"{service}: {charges} charges made, "
+                                f"{got['agent_identity_duplicate_executions']:g} duplicate executions reported")
+            if got["agent_identity_duplicate_deliveries"] != len(records) - 1:
+                problems.append(f"{service}: {len(records)} deliveries, "
+                                f"{got['agent_identity_duplicate_deliveries']:g} duplicate deliveries reported")
+    finally:
+        for proc in procs:
+            h.stop(proc)
+        collector.stop()
+    return problems
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--collector", default=str(h.ROOT / "collector" / "_build" / "otelcol-agentidentity"))
@@ -279,6 +333,7 @@ def main() -> int:
         problems += check_duplicates(records, spans)
         problems += metrics(collector.metrics_port, records, truth)
         problems += restarting_delegates(urls["plain"], collector, work, args.turns)
+        problems += recovery(args.collector, work / "recovery")
         zb.show_links(zipkin, records, spans)  # one link per conversation, one to the flagged hops; waits for Enter
     except Exception as exc:  # noqa: BLE001 - report and exit 2
         print(f"demo could not run: {exc}", file=sys.stderr)

@@ -122,9 +122,15 @@ def build_executor(shape: str, name: str, truth: str | None, stream: bool = Fals
 def build_app(url: str, name: str, shape: str = "a2a-executor", truth: str | None = None,
               stream: bool = False) -> Starlette:
     """The Starlette app of one specialist (``url``: its public JSON-RPC URL)."""
+    return executor_app(build_executor(shape, name, truth, stream), url, name)
+
+
+def executor_app(executor: AgentExecutor, url: str, name: str,
+                 description: str = "Answers weather questions (offline).") -> Starlette:
+    """The Starlette app serving ``executor`` (Agent Card routes and JSON-RPC at ``url``)."""
     card = AgentCard(
         name=name,
-        description="Answers weather questions (offline).",
+        description=description,
         version="1.0.0",
         supported_interfaces=[AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version="1.0")],
         capabilities=AgentCapabilities(streaming=True),
@@ -132,9 +138,7 @@ def build_app(url: str, name: str, shape: str = "a2a-executor", truth: str | Non
         default_output_modes=["text/plain"],
         skills=[AgentSkill(id="weather", name="weather", description="weather", tags=["weather"])],
     )
-    handler = DefaultRequestHandler(
-        agent_executor=build_executor(shape, name, truth, stream), task_store=InMemoryTaskStore(), agent_card=card
-    )
+    handler = DefaultRequestHandler(agent_executor=executor, task_store=InMemoryTaskStore(), agent_card=card)
     return Starlette(routes=[*create_agent_card_routes(card), *create_jsonrpc_routes(handler, rpc_url="/")])
 
 
@@ -147,11 +151,14 @@ def main() -> None:
                         help="append the messages seen per request to this file")
     parser.add_argument("--stream", action="store_true", help="a2a-executor: run the agent streaming")
     args = parser.parse_args()
-    url = f"http://127.0.0.1:{args.port}/"
-    config = uvicorn.Config(
-        build_app(url, args.name, args.shape, args.truth, args.stream), host="127.0.0.1", port=args.port,
-        log_level="warning",
-    )
+    serve(build_executor(args.shape, args.name, args.truth, args.stream), args.name, args.port)
+
+
+def serve(executor: AgentExecutor, name: str, port: int, description: str = "Answers weather questions (offline).") -> None:
+    """Serve ``executor`` on 127.0.0.1:``port`` until stopped; prints ``ready <url>`` once listening."""
+    url = f"http://127.0.0.1:{port}/"
+    config = uvicorn.Config(executor_app(executor, url, name, description), host="127.0.0.1", port=port,
+                            log_level="warning")
     server = uvicorn.Server(config)
     original_startup = server.startup
 

@@ -32,6 +32,7 @@ from opentelemetry.instrumentation.dependencies import get_dependency_conflicts
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor
 
 from otel_agent_identity import boundary, metrics
+from otel_agent_identity.boundary import Upstream, upstream
 from otel_agent_identity._runs import RunHandler
 from otel_agent_identity.adapters import ADAPTERS, GUARDS
 from otel_agent_identity.config import Config
@@ -46,6 +47,7 @@ __all__ = [
     "ExtractorRegistry",
     "IdentitySpanProcessor",
     "RunCall",
+    "Upstream",
     "conversation_id",
     "current_scope",
     "delegation",
@@ -53,6 +55,7 @@ __all__ = [
     "new_conversation",
     "register_extractor",
     "registry",
+    "upstream",
     "__version__",
 ]
 

@@ -176,6 +176,7 @@ class Run:
             self._own_story = False  # read only for a nested run
             if resumed is False and continuity.serving_requested():
                 self._count_not_resumed()
+            continuity.note_execution()
         else:
             self.scope = scope = IdentityScope(cid, new_execution_id(run_id), delegation_id, outer.execution_id,
                                                outer.conversation_id, session_id, provisional, agent, None,

@@ -43,6 +43,8 @@ UPSTREAM_CONVERSATION_ID = "agent_identity.upstream.conversation.id"
 UPSTREAM_EXECUTION_ID = "agent_identity.upstream.execution.id"
 UPSTREAM_DELEGATION_ID = "agent_identity.upstream.delegation.id"
 UPSTREAM_MISMATCH = "agent_identity.upstream.mismatch"
+DELEGATION_DUPLICATE = "agent_identity.delegation.duplicate"
+DELEGATION_REDELIVERED = "agent_identity.delegation.redelivered"
 
 # A2A semantic conventions (GenAI semconv "Agent2Agent Protocol" page, docs/gen-ai/a2a.md and
 # docs/registry/attributes/a2a.md in open-telemetry/semantic-conventions-genai, status Development).

@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
-from typing import Any, Iterable, Mapping, Optional
+from typing import Any, Iterable, Mapping, NamedTuple, Optional
 from urllib.parse import quote_plus, unquote_plus, urlsplit
 
 from opentelemetry import context as otel_context
@@ -167,10 +167,8 @@ def record_upstream(span: Any, baggage: Mapping[str, Any], local_conversation_id
     try:
         if span is None or not span.is_recording():
             return
-        for key, attribute in _UPSTREAM.items():
-            value = baggage.get(key) if baggage else None
-            if isinstance(value, str) and value and len(value) <= _policy.max_id_length:
-                span.set_attribute(attribute, value)
+        for key, value in _forwarded_ids(baggage).items():
+            span.set_attribute(_UPSTREAM[key], value)
         upstream = baggage.get(attrs.GEN_AI_CONVERSATION_ID) if baggage else None
         if isinstance(upstream, str) and upstream and local_conversation_id and upstream != local_conversation_id:
             span.set_attribute(attrs.UPSTREAM_MISMATCH, True)
@@ -178,16 +176,65 @@ def record_upstream(span: Any, baggage: Mapping[str, Any], local_conversation_id
         _logger.debug("otel-agent-identity: could not record upstream identity", exc_info=True)
 
 
+def _forwarded_ids(baggage: Optional[Mapping[str, Any]]) -> dict[str, str]:
+    """The documented keys of ``baggage`` whose value is an acceptable id: a non-empty printable
+    str of at most ``max_id_length`` characters (anything else is ignored)."""
+    out = {}
+    for key in FORWARDED_KEYS:
+        value = baggage.get(key) if baggage else None
+        if isinstance(value, str) and value and len(value) <= _policy.max_id_length and value.isprintable():
+            out[key] = str.__str__(value)
+    return out
+
+
+class Upstream(NamedTuple):
+    """The ids the caller of the request being served forwarded (see :func:`upstream`); each a
+    str, or None when the caller did not send it."""
+
+    conversation_id: Optional[str]
+    execution_id: Optional[str]
+    delegation_id: Optional[str]
+
+
 _INBOUND = otel_context.create_key("otel_agent_identity.inbound")
+_UPSTREAM_IDS = otel_context.create_key("otel_agent_identity.upstream")
 _inbound_seen = False  # no inbound request forwarded a conversation id yet: check_served has nothing to do
+
+
+def upstream() -> Optional[Upstream]:
+    """The caller's ids for the inbound request being served, or None.
+
+    Call it inside the serving code (an a2a-sdk ``AgentExecutor.execute``, an Agent Framework
+    ``A2AExecutor`` and the agent runs it serves, anything they start with the request's context),
+    with a2a-sdk's own spans on or off. Returns ``Upstream(conversation_id, execution_id,
+    delegation_id)``: the W3C baggage entries ``gen_ai.conversation.id``,
+    ``agent_identity.execution.id`` and ``agent_identity.delegation.id`` of the request, which an
+    instrumented caller sends only to a destination on its allowlist
+    (``OTEL_INSTRUMENTATION_AGENT_IDENTITY_ALLOWLIST``); a value that is not a printable str of at
+    most ``max_id_length`` characters is left out (None). Returns None outside a served request,
+    or when the caller forwarded none of them (it did not allowlist this server, or is not
+    instrumented). ``delegation_id`` is the caller's ``delegation(key=...)`` id, the same for a
+    retry from another process: an idempotency key for the served work. The values are the
+    caller's unauthenticated claim: scope what you key by them to the authenticated caller
+    (docs/threat-model.md). Never raises.
+    """
+    try:
+        value = otel_context.get_value(_UPSTREAM_IDS)
+    except Exception:  # noqa: BLE001
+        return None
+    return value if isinstance(value, Upstream) else None
 
 
 def inbound_context(span: Any, baggage: Mapping[str, Any], ctx: otel_context.Context) -> otel_context.Context:
     """Receiver side of a hop (e.g. an A2A request): record forwarded identity on the server
-    ``span`` and return ``ctx`` (the request's context) remembering the forwarded conversation id,
-    so the agent run that serves the request flags ``agent_identity.upstream.mismatch`` on ``span``
-    when its own conversation id differs (see :func:`check_served`). Never raises."""
+    ``span`` and return ``ctx`` (the request's context) with the forwarded ids (:func:`upstream`),
+    remembering the forwarded conversation id, so the agent run that serves the request flags
+    ``agent_identity.upstream.mismatch`` on ``span`` when its own conversation id differs (see
+    :func:`check_served`). Never raises."""
     record_upstream(span, baggage)
+    ids = _forwarded_ids(baggage)
+    if ids:
+        ctx = otel_context.set_value(_UPSTREAM_IDS, Upstream(*(ids.get(k) for k in FORWARDED_KEYS)), ctx)
     upstream = baggage.get(attrs.GEN_AI_CONVERSATION_ID) if baggage else None
     if isinstance(upstream, str) and upstream:
         global _inbound_seen

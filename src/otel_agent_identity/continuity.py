@@ -3,7 +3,9 @@
 - :class:`DelegateContexts`: per (caller's own conversation, remote agent), the last contextId in
   effect, so a send that starts a new context where one was in effect (a delegate restarted every
   turn) is marked ``agent_identity.conversation.previous_id``.
-- :class:`SeenKeys`: delegation keys already served by this process (duplicate executions).
+- :class:`SeenKeys`: delegation keys this process already received (``served_delegations``: duplicate
+  deliveries) and already executed (``executed_delegations``: duplicate executions, see
+  :func:`note_execution`).
 - :func:`new_conversation`: the application says a new conversation/context is intended.
 - :func:`serving_requested`: the contextId the A2A request being served asked to continue.
 
@@ -23,6 +25,9 @@ from typing import Any, Iterator, Optional
 
 from opentelemetry import context as otel_context
 
+from otel_agent_identity import attributes as attrs
+from otel_agent_identity import metrics
+
 MAX_CONVERSATIONS = 1024
 MAX_AGENTS_PER_CONVERSATION = 16
 MAX_DELEGATIONS = 4096
@@ -30,6 +35,8 @@ IDLE_SECONDS = 1800.0
 
 _NEW_CONVERSATION: ContextVar[bool] = ContextVar("otel_agent_identity_new_conversation", default=False)
 _SERVING_REQUESTED = otel_context.create_key("agent_identity.serving_requested")
+_SERVED_DELEGATION = otel_context.create_key("agent_identity.served_delegation")
+_serving_delegations = False  # no inbound request carried a delegation key yet: note_execution returns at once
 
 
 @contextmanager
@@ -160,3 +167,45 @@ class SeenKeys:
 #: the process-wide memories
 delegate_contexts = DelegateContexts()
 served_delegations = SeenKeys()
+
+
+#: delegation keys whose work this process executed (an agent run served them)
+executed_delegations = SeenKeys()
+
+
+def with_served_delegation(ctx: Any, span: Any, key: Optional[str], agent: Optional[str]) -> Any:
+    """``ctx`` (the OTel ``Context`` of an inbound request, whose SERVER span is ``span``) carrying
+    the request's delegation ``key``, for :func:`note_execution`; ``ctx`` itself without a key."""
+    if not key:
+        return ctx
+    global _serving_delegations
+    _serving_delegations = True
+    return otel_context.set_value(_SERVED_DELEGATION, [(span, key, agent)], ctx)
+
+
+def note_execution() -> None:
+    """Called as an outermost agent run starts: the first one serving an inbound request executes
+    that request's delegation. When this process executed the same delegation before (within
+    ``IDLE_SECONDS``, ``MAX_DELEGATIONS`` kept), the request's SERVER span is marked
+    ``agent_identity.delegation.duplicate=true`` and ``agent_identity.delegation.duplicate_executions``
+    counts it. A delivery answered without an agent run (a ledger replay) executes nothing.
+
+    Why here and not only in the collector: a retry after a crash is another trace, which the
+    collector's per-trace analysis never sees next to the first (and in two tiers it may reach
+    another instance); the serving process sees both deliveries whatever the trace. Never raises."""
+    if not _serving_delegations:
+        return
+    try:
+        served = otel_context.get_value(_SERVED_DELEGATION)
+        if not served:
+            return
+        try:
+            span, key, agent = served.pop()  # atomic: the first run of the request claims it
+        except IndexError:
+            return
+        if executed_delegations.seen_before(key):
+            if span.is_recording():
+                span.set_attribute(attrs.DELEGATION_DUPLICATE, True)
+            metrics.count(metrics.DELEGATION_DUPLICATE_EXECUTIONS, agent=agent, framework="a2a")
+    except Exception:  # noqa: BLE001
+        pass

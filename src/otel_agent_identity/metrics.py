@@ -23,7 +23,8 @@ _logger = logging.getLogger(__name__)
 CONVERSATION_CHANGES = "agent_identity.conversation.changes"
 DELEGATE_RESTARTS = "agent_identity.delegate.restarts"
 STATE_NOT_RESUMED = "agent_identity.state.not_resumed"
-DELEGATION_DUPLICATES = "agent_identity.delegation.duplicates"
+DELEGATION_DUPLICATE_DELIVERIES = "agent_identity.delegation.duplicate_deliveries"
+DELEGATION_DUPLICATE_EXECUTIONS = "agent_identity.delegation.duplicate_executions"
 PARENT_CONVERSATION_DIFFERS = "agent_identity.conversation.parent_differs"
 
 #: ``reason`` values of ``agent_identity.conversation.changes``
@@ -36,7 +37,9 @@ _DESCRIPTIONS = {
     DELEGATE_RESTARTS: "Sends to a remote agent that started a new context where an earlier one was in effect "
                        "in the same caller conversation",
     STATE_NOT_RESUMED: "Agent runs serving an A2A request with a contextId that started from no prior state",
-    DELEGATION_DUPLICATES: "Inbound A2A requests whose delegation was already served by this process",
+    DELEGATION_DUPLICATE_DELIVERIES: "Inbound A2A requests whose delegation this process already received",
+    DELEGATION_DUPLICATE_EXECUTIONS: "Agent runs serving an inbound A2A request whose delegation this process "
+                                     "already executed",
     PARENT_CONVERSATION_DIFFERS: "Nested agent runs whose conversation differs from their parent run's, "
                                  "with no declared mapping",
 }

@@ -148,7 +148,9 @@ def test_state_not_resumed_and_duplicates_match_the_specialists_ground_truth(wor
         assert total(metrics, service, "agent_identity.state.not_resumed") == forgot
         assert total(metrics, service, "agent_identity.state.not_resumed",
                      agent=service, framework="agent_framework") == forgot
-        assert total(metrics, service, "agent_identity.delegation.duplicates", framework="a2a") == len(retries)
+        assert total(metrics, service, "agent_identity.delegation.duplicate_deliveries", framework="a2a") == len(retries)
+        # both shapes run their agent again for the re-sent message: each retry is also a second execution
+        assert total(metrics, service, "agent_identity.delegation.duplicate_executions", framework="a2a") == len(retries)
     assert total(metrics, "a2a-executor", "agent_identity.state.not_resumed") == 3  # turns 2, 2 again, 3
     assert total(metrics, "session-local", "agent_identity.state.not_resumed") == 0
-    assert total(metrics, "plain", "agent_identity.delegation.duplicates") == 0
+    assert total(metrics, "plain", "agent_identity.delegation.duplicate_deliveries") == 0

@@ -17,6 +17,9 @@ const (
 	attrRequestedID = "agent_identity.conversation.requested_id"
 	// attrResumed: whether the agent run started from prior conversation state.
 	attrResumed = "agent_identity.conversation.resumed"
+	// attrDelegationRedelivered: the serving process had received this
+	// delegation before (a retry, executed again or not).
+	attrDelegationRedelivered = "agent_identity.delegation.redelivered"
 
 	// operationInvokeAgent is the gen_ai.operation.name of agent spans.
 	operationInvokeAgent = "invoke_agent"
@@ -38,6 +41,7 @@ const (
 	// attrVerdictDuplicate marks the verdict spans of a trace judged again
 	// (memory.go): a re-delivery, not counted again.
 	attrVerdictDuplicate = "agent_identity.verdict.duplicate"
+	attrHopResponseLost         = "agent_identity.hop.response_lost"
 )
 
 // writtenAttributes lists every attribute the processor may set.
@@ -54,6 +58,7 @@ var writtenAttributes = []string{
 	attrConversationBackfilled,
 	attrDelegationDuplicate,
 	attrVerdictDuplicate,
+	attrHopResponseLost,
 }
 
 // Values of agent_identity.hop.result. The flagged ones (hop.mismatch=true)

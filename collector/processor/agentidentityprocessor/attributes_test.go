@@ -95,6 +95,8 @@ func TestMetricsFollowTable(t *testing.T) {
 		metricDuplicateExecutions: {labelCallerService, labelCalleeService},
 		metricNoCallee:            {labelCallerService, labelCalleeAgent, labelCallerStatus},
 		metricDuplicateVerdicts:   {labelCalleeService},
+		metricDuplicateDeliveries: {labelCallerService, labelCalleeService},
+		metricLostResponses:       {labelCallerService, labelCalleeService},
 	}
 	require.Len(t, rows, len(want))
 	for name, labels := range want {

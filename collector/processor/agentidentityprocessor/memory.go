@@ -230,6 +230,8 @@ func (t *tally) merge(o *tally) {
 	mergeCounts(&t.unresolved, o.unresolved)
 	mergeCounts(&t.duplicates, o.duplicates)
 	mergeCounts(&t.noCallee, o.noCallee)
+	mergeCounts(&t.deliveries, o.deliveries)
+	mergeCounts(&t.lostResponses, o.lostResponses)
 }
 
 func mergeCounts[K comparable](dst *map[K]int64, src map[K]int64) {

@@ -20,6 +20,8 @@ const (
 	metricUnresolved          = "agent_identity.unresolved"
 	metricDuplicateExecutions = "agent_identity.duplicate_executions"
 	metricNoCallee            = "agent_identity.no_callee"
+	metricDuplicateDeliveries = "agent_identity.duplicate_deliveries"
+	metricLostResponses       = "agent_identity.lost_responses"
 
 	labelCallerService = "caller_service"
 	labelCalleeService = "callee_service"
@@ -35,7 +37,7 @@ const (
 )
 
 type instruments struct {
-	hops, mismatches, unresolved, duplicates, noCallee metric.Int64Counter
+	hops, mismatches, unresolved, duplicates, noCallee, deliveries, lost metric.Int64Counter
 	// opts: each label set's attribute option, built once (attrcache.go)
 	opts attrCache
 }
@@ -54,14 +56,27 @@ func newInstruments(mp metric.MeterProvider) (*instruments, error) {
 		metric.WithDescription("Extra callee executions under one delegation id in a trace."))
 	ins.noCallee, e5 = m.Int64Counter(metricNoCallee, metric.WithUnit("{span}"),
 		metric.WithDescription("Requesting spans (require_continuation caller conditions) with no descendant in another service."))
-	return &ins, errors.Join(e1, e2, e3, e4, e5)
+	var e6 error
+	ins.deliveries, e6 = m.Int64Counter(metricDuplicateDeliveries, metric.WithUnit("{request}"),
+		metric.WithDescription("Callee entry spans of a delegation the serving process had received before (a retry, executed again or not)."))
+	var e7 error
+	ins.lost, e7 = m.Int64Counter(metricLostResponses, metric.WithUnit("{hop}"),
+		metric.WithDescription("Hops whose callee completed the request while the caller's send failed (timeout, reset)."))
+	return &ins, errors.Join(e1, e2, e3, e4, e5, e6, e7)
 }
 
 // hopKey is the label set of hops and mismatches.
 type hopKey struct{ caller, callee, agent, result string }
 
-// pairKey is the label set of unresolved (caller empty) and duplicates.
+// pairKey is the label set of duplicates, deliveries and lost responses
+// (one attribute set per pair, shared by the three counters' cache entries).
 type pairKey struct{ caller, callee string }
+
+func (k pairKey) set() attribute.Set {
+	return attribute.NewSet(
+		attribute.String(labelCallerService, k.caller),
+		attribute.String(labelCalleeService, k.callee))
+}
 
 // noCalleeKey is the label set of no_callee: the caller's service, the agent
 // it addressed (gen_ai.agent.name of the requesting span) and whether that span
@@ -74,6 +89,9 @@ type tally struct {
 	unresolved map[string]int64
 	duplicates map[pairKey]int64
 	noCallee   map[noCalleeKey]int64
+	deliveries map[pairKey]int64
+	// lostResponses: hops marked agent_identity.hop.response_lost
+	lostResponses map[pairKey]int64
 }
 
 // bump adds one to (*m)[k], making the map on first use.
@@ -109,11 +127,13 @@ func (ins *instruments) record(ctx context.Context, t *tally) {
 		}))
 	}
 	for k, n := range t.duplicates {
-		ins.duplicates.Add(ctx, n, ins.opts.get(k, func() attribute.Set {
-			return attribute.NewSet(
-				attribute.String(labelCallerService, k.caller),
-				attribute.String(labelCalleeService, k.callee))
-		}))
+		ins.duplicates.Add(ctx, n, ins.opts.get(k, k.set))
+	}
+	for k, n := range t.deliveries {
+		ins.deliveries.Add(ctx, n, ins.opts.get(k, k.set))
+	}
+	for k, n := range t.lostResponses {
+		ins.lost.Add(ctx, n, ins.opts.get(k, k.set))
 	}
 	for k, n := range t.noCallee {
 		ins.noCallee.Add(ctx, n, ins.opts.get(k, func() attribute.Set {

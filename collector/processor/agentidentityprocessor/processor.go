@@ -76,6 +76,9 @@ type trace struct {
 	convMemo, delegMemo []int32
 	ruleMemo            [][]int32
 	deleg               map[delegationKey][]delegated
+	// served: entry spans the serving process itself marked a duplicate
+	// execution (countServedMarks), already counted
+	served map[int32]bool
 }
 
 // delegationKey is one callee's share of a delegation: the caller's service,
@@ -107,6 +110,7 @@ func (p *identityProcessor) processTrace(spans []spanRef, sc *scratch, t *tally)
 			bump(&t.unresolved, serviceLabel(spans[c].service))
 		case par >= 0 && spans[par].service != spans[c].service:
 			p.checkHop(tr, par, c, t)
+			tr.countServedMarks(par, c, t)
 		}
 	}
 	p.markNoCallee(tr, t)
@@ -157,7 +161,11 @@ func (p *identityProcessor) checkHop(tr *trace, par, c int32, t *tally) {
 	}
 	required := from >= 0
 	if !required {
-		from = par
+		if f := p.failedRequest(tr, par, c); f >= 0 {
+			from, required = f, true
+		} else {
+			from = par
+		}
 	}
 	callerConv := ""
 	if i := tr.nearest(&tr.convMemo, from, tr.hasConv); i >= 0 {
@@ -234,6 +242,7 @@ func (p *identityProcessor) checkHop(tr *trace, par, c int32, t *tally) {
 	if resumedKnown {
 		attrs.PutBool(attrHopCalleeResumed, resumed)
 	}
+	tr.markResponseLost(par, c, caller.service, callee.service, t)
 	bump(&t.hops, hopKey{caller: caller.service, callee: callee.service, agent: agent, result: result})
 
 	if execution == "" {
@@ -248,6 +257,60 @@ func (p *identityProcessor) checkHop(tr *trace, par, c int32, t *tally) {
 	}
 	key := delegationKey{caller: caller.service, id: strAttr(tr.spans[d].span, attrDelegationID), callee: callee.service}
 	tr.deleg[key] = append(tr.deleg[key], delegated{entry: c, execution: execution, start: callee.span.StartTimestamp()})
+}
+
+// failedRequest returns, for a hop par -> c that no rule matched, the
+// requesting span of a send that failed after its request left (status ERROR:
+// a timeout, a connection reset): such a span never learnt the context the
+// callee answered in, so it lacks the gen_ai.conversation.id a rule (the
+// default one) requires. The callee did receive the request (the hop exists),
+// so the span is judged as if it carried the context the entry span c
+// answered in. It is par or a same-service ancestor; -1 when there is none.
+func (p *identityProcessor) failedRequest(tr *trace, par, c int32) int32 {
+	answered := strAttr(tr.spans[c].span, attrConversationID)
+	if answered == "" {
+		return -1
+	}
+	caller, callee := tr.spans[par].service, tr.spans[c].service
+	for i := par; i >= 0 && tr.spans[i].service == caller; i = tr.parent[i] {
+		s := tr.spans[i].span
+		if s.Status().Code() != ptrace.StatusCodeError || strAttr(s, attrConversationID) != "" {
+			continue
+		}
+		for k := range p.rules {
+			r := &p.rules[k]
+			if (r.caller == "" || r.caller == caller) && (r.callee == "" || r.callee == callee) &&
+				r.matchesAnswering(s, answered) {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+// markResponseLost marks the entry span c agent_identity.hop.response_lost
+// when the callee completed the request (c's status is not ERROR) but the
+// caller's send failed (par, or the nearest same-service CLIENT span above it
+// up to the invoke_agent send, has status ERROR: a timeout, a reset): the
+// work was done and the caller did not learn it, so it may retry.
+func (tr *trace) markResponseLost(par, c int32, caller, callee string, t *tally) {
+	if tr.spans[c].span.Status().Code() == ptrace.StatusCodeError {
+		return
+	}
+	for i := par; i >= 0 && tr.spans[i].service == caller; i = tr.parent[i] {
+		s := tr.spans[i].span
+		if s.Kind() != ptrace.SpanKindClient {
+			continue
+		}
+		if s.Status().Code() == ptrace.StatusCodeError {
+			tr.spans[c].span.Attributes().PutBool(attrHopResponseLost, true)
+			bump(&t.lostResponses, pairKey{caller: caller, callee: callee})
+			return
+		}
+		if strAttr(s, attrOperationName) == operationInvokeAgent {
+			return
+		}
+	}
 }
 
 // verdict says whether a hop result is flagged (agent_identity.hop.mismatch
@@ -348,12 +411,19 @@ func attrConds(m map[string]string) []attrCond {
 	return out
 }
 
-func (r *rule) matches(span ptrace.Span) bool {
+func (r *rule) matches(span ptrace.Span) bool { return r.matchesAnswering(span, "") }
+
+// matchesAnswering is matches with answered standing in for an absent
+// gen_ai.conversation.id (see failedRequest); "" for none.
+func (r *rule) matchesAnswering(span ptrace.Span, answered string) bool {
 	if r.kind != ptrace.SpanKindUnspecified && span.Kind() != r.kind {
 		return false
 	}
 	for _, c := range r.attrs {
 		got := strAttr(span, c.key)
+		if got == "" && c.key == attrConversationID {
+			got = answered
+		}
 		if got == "" || (c.want != "" && got != c.want) {
 			return false
 		}
@@ -386,9 +456,34 @@ func (p *identityProcessor) markDuplicates(tr *trace, t *tally) {
 			tr.spans[h.entry].span.Attributes().PutBool(attrDelegationDuplicate, true)
 			if !seen[h.execution] {
 				seen[h.execution] = true
-				bump(&t.duplicates, pairKey{caller: key.caller, callee: key.callee})
+				if !tr.served[h.entry] {
+					bump(&t.duplicates, pairKey{caller: key.caller, callee: key.callee})
+				}
 			}
 		}
+	}
+}
+
+// countServedMarks counts what the serving process marked on the entry span c
+// of hop par -> c: agent_identity.delegation.duplicate=true (it had executed
+// this delegation before, possibly in another trace: a retry after a crash is
+// a new trace, which no per-trace analysis sees beside the first, and in two
+// tiers it may reach another instance) and
+// agent_identity.delegation.redelivered=true (it had received the delegation
+// before, executed again or answered from a ledger). markDuplicates does not
+// count such an execution a second time.
+func (tr *trace) countServedMarks(par, c int32, t *tally) {
+	attrs := tr.spans[c].span.Attributes()
+	key := pairKey{caller: tr.spans[par].service, callee: tr.spans[c].service}
+	if v, ok := attrs.Get(attrDelegationDuplicate); ok && v.Type() == pcommon.ValueTypeBool && v.Bool() {
+		if tr.served == nil {
+			tr.served = make(map[int32]bool)
+		}
+		tr.served[c] = true
+		bump(&t.duplicates, key)
+	}
+	if v, ok := attrs.Get(attrDelegationRedelivered); ok && v.Type() == pcommon.ValueTypeBool && v.Bool() {
+		bump(&t.deliveries, key)
 	}
 }
 

@@ -100,20 +100,25 @@ def start_server_span(tracer: trace.Tracer, handler: Any, params: Any, call_cont
     span = tracer.start_span(facts.method_name(streaming), context=parent, kind=SpanKind.SERVER, attributes=span_attrs)
     ctx = _inbound(span, headers, trace.set_span_in_context(span, parent))
     message = getattr(params, "message", None)
-    _count_duplicate(span, message, name)
+    ctx = _served_delegation(span, message, name, ctx)
     return span, continuity.with_serving_requested(ctx, facts.requested_context(message))
 
 
-def _count_duplicate(span: Any, message: Any, agent: Optional[str]) -> None:
-    """An inbound delegation this process already served: the delegation id an allowlisted caller
-    forwarded (baggage), else the one the caller derives from ``Message.message_id`` (a re-sent
-    message). Counted in ``agent_identity.delegation.duplicates``."""
+def _served_delegation(span: Any, message: Any, agent: Optional[str], ctx: Any) -> Any:
+    """The request's delegation: the id an allowlisted caller forwarded (baggage, the same for a
+    retry from another process), else the one the caller derives from ``Message.message_id`` (a
+    re-sent message). A delegation this process already received marks the span
+    ``agent_identity.delegation.redelivered`` and counts ``agent_identity.delegation.duplicate_deliveries``;
+    returns ``ctx`` carrying the key, so the run that executes it can tell a duplicate execution
+    (:func:`otel_agent_identity.continuity.note_execution`)."""
     forwarded = (getattr(span, "attributes", None) or {}).get(attrs.UPSTREAM_DELEGATION_ID)
     message_id = getattr(message, "message_id", None)
     key = forwarded if isinstance(forwarded, str) and forwarded else (
         delegation_id_of(message_id) if isinstance(message_id, str) and message_id else None)
     if key and continuity.served_delegations.seen_before(key):
-        metrics.count(metrics.DELEGATION_DUPLICATES, agent=agent, framework="a2a")
+        span.set_attribute(attrs.DELEGATION_REDELIVERED, True)
+        metrics.count(metrics.DELEGATION_DUPLICATE_DELIVERIES, agent=agent, framework="a2a")
+    return continuity.with_served_delegation(ctx, span, key, agent)
 
 
 def observe(span: Any, event: Any, requested: Optional[str] = None) -> None:
