@@ -41,7 +41,7 @@ const (
 	// attrVerdictDuplicate marks the verdict spans of a trace judged again
 	// (memory.go): a re-delivery, not counted again.
 	attrVerdictDuplicate = "agent_identity.verdict.duplicate"
-	attrHopResponseLost         = "agent_identity.hop.response_lost"
+	attrHopResponseLost  = "agent_identity.hop.response_lost"
 )
 
 // writtenAttributes lists every attribute the processor may set.
@@ -74,10 +74,10 @@ const (
 	// resultStateNotResumed: the callee answered in the requested context but
 	// the run serving it started from no prior state (state continuity broken).
 	resultStateNotResumed = "state_not_resumed"
-	resultUnresolved    = "unresolved"
-	resultCallerUnknown = "caller_unknown"
-	resultCalleeUnknown = "callee_unknown"
-	resultNotRequired   = "not_required"
+	resultUnresolved      = "unresolved"
+	resultCallerUnknown   = "caller_unknown"
+	resultCalleeUnknown   = "callee_unknown"
+	resultNotRequired     = "not_required"
 	// resultNoCallee marks a requesting span (caller conditions of a
 	// require_continuation rule) with no descendant in another service: the
 	// request left no trace of a callee in this trace (lost traceparent, a

@@ -178,7 +178,7 @@ type traceIndex struct {
 func buildIndex(spans []spanRef, sc *scratch) *traceIndex {
 	n := len(spans)
 	buf := sc.int32s(4*n + 1) // parent, counts (n+1), fill, order
-	clear(buf[:2*n+1]) // parent and counts start zeroed
+	clear(buf[:2*n+1])        // parent and counts start zeroed
 	t := &traceIndex{spans: spans, parent: buf[:n:n], sc: sc}
 	if sc.ids == nil {
 		sc.ids = make(map[pcommon.SpanID]int32, n)

@@ -29,8 +29,8 @@ const (
 	labelResult        = "result"
 	// labelReason: why a hop is flagged, context_changed or state_not_resumed
 	// (the agent_identity.hop.result of the hop).
-	labelReason = "reason"
-	labelCallerStatus  = "caller_status"
+	labelReason       = "reason"
+	labelCallerStatus = "caller_status"
 
 	callerStatusError = "error"
 	callerStatusOK    = "ok"
