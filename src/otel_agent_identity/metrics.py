@@ -25,6 +25,7 @@ DELEGATE_RESTARTS = "agent_identity.delegate.restarts"
 STATE_NOT_RESUMED = "agent_identity.state.not_resumed"
 DELEGATION_DUPLICATES = "agent_identity.delegation.duplicates"
 PARENT_CONVERSATION_DIFFERS = "agent_identity.conversation.parent_differs"
+CONVERSATION_REBUILT = "agent_identity.conversation.rebuilt"
 
 #: ``reason`` values of ``agent_identity.conversation.changes``
 REASON_RUN = "run"  # the agent span's id after the run differs from the one before it
@@ -39,6 +40,8 @@ _DESCRIPTIONS = {
     DELEGATION_DUPLICATES: "Inbound A2A requests whose delegation was already served by this process",
     PARENT_CONVERSATION_DIFFERS: "Nested agent runs whose conversation differs from their parent run's, "
                                  "with no declared mapping",
+    CONVERSATION_REBUILT: "Agent runs serving an A2A request for a contextId under another agent conversation than "
+                          "the one this process served it with last, without resuming prior state",
 }
 _MAX_NAME = 64
 _MAX_NAMES = 100
