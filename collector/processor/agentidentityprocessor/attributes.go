@@ -17,6 +17,10 @@ const (
 	attrRequestedID = "agent_identity.conversation.requested_id"
 	// attrResumed: whether the agent run started from prior conversation state.
 	attrResumed = "agent_identity.conversation.resumed"
+	// attrPreviousID: on a serving agent span, the agent conversation that
+	// served the same contextId last time in that process (it rebuilt its
+	// conversation since).
+	attrPreviousID = "agent_identity.conversation.previous_id"
 
 	// operationInvokeAgent is the gen_ai.operation.name of agent spans.
 	operationInvokeAgent = "invoke_agent"
