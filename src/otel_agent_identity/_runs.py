@@ -513,8 +513,10 @@ def awaiting_run(owner: Any = None) -> Optional[Run]:
     """The run of the current scope that waits for the framework's read of its state
     (:meth:`Run.resumed_later`), taken (once), or None; with ``owner``, only if the scope's owner
     (the agent, the graph) is that object."""
+    if not _AWAITING:
+        return None
     scope = current_scope()
-    if scope is None or not _AWAITING or (owner is not None and scope.owner is not owner):
+    if scope is None or (owner is not None and scope.owner is not owner):
         return None
     return _AWAITING.pop(id(scope), None)
 
