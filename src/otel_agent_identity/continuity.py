@@ -95,10 +95,12 @@ def with_serving_requested(ctx: Any, context_id: Optional[str], span: Any = None
     (str, or None on a first turn) and its SERVER ``span``."""
     if not context_id and span is None:
         return ctx
+    _serving_seen[0] = True
     return otel_context.set_value(_SERVING_REQUESTED, _Serving(context_id or None, span), ctx)
 
 
 _warned_resumed = [False]
+_serving_seen = [False]  # no A2A request served in this process yet: served_run has nothing to do
 
 
 def resumed(value: bool) -> bool:
@@ -137,6 +139,8 @@ def served_run(agent: Optional[str], conversation: Optional[str]) -> Optional[st
     """The run serving the current A2A request ended in agent ``conversation`` (str): remember it
     for its contextId and serving ``agent`` (its name), and return the agent conversation this
     process served the requested contextId with last when it was another (else None)."""
+    if not _serving_seen[0]:
+        return None
     serving = _serving()
     if serving is None or not conversation:
         return None
