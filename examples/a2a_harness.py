@@ -107,9 +107,11 @@ def otel_env(service: str, endpoint: Optional[str], **extra: str) -> dict[str, s
 
 
 def start_specialist(service: str, endpoint: Optional[str], shape: str = "a2a-executor",
-                     truth: Optional[Path] = None, stream: bool = False, forgetful: bool = False, **extra: str):
+                     truth: Optional[Path] = None, stream: bool = False, forgetful: bool = False,
+                     db: Optional[Path] = None, **extra: str):
     """Start ``specialist.py --shape shape`` under the launcher; returns ``(process, url)`` once it
-    is ready. ``truth``: the file its model appends the messages it saw per request to.
+    is ready. ``truth``: the file its model appends the messages it saw per request to; ``db``: the
+    SQLite file of an Agno shape (replicas share one).
     ``forgetful=True`` (older callers) is ``shape="new-session"``.
 
     Its stdout is a pipe (the console exporter, when ``endpoint`` is None); its stderr goes to the
@@ -120,6 +122,8 @@ def start_specialist(service: str, endpoint: Optional[str], shape: str = "a2a-ex
         args += ["--truth", str(truth)]
     if stream:
         args.append("--stream")
+    if db is not None:
+        args += ["--db", str(db)]
     return start_server("specialist.py", service, endpoint, *args, **extra)
 
 

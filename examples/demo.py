@@ -22,6 +22,13 @@ Then the founding essay's recovery test (``recovery``): a LangGraph checkout tha
 timed-out charge and resumes, against a naive and an idempotent payment specialist; the charges each
 really made printed beside the duplicate executions and deliveries the collector reports.
 
+Six more specialists run their agent on another framework behind a plain a2a-sdk executor
+(``examples/framework_specialists.py``), one that continues each contextId and one that forgets it
+per framework: LangGraph (a checkpointer with ``thread_id`` = contextId; a fresh ``thread_id`` per
+request), Agno (``session_id`` = contextId with history in the context; a new session per request)
+and the OpenAI Agents SDK (a ``SQLiteSession`` per contextId; no session); the orchestrator holds
+a three-turn conversation with each through ``A2AAgent``.
+
 Each specialist's model reports how many messages it saw: the ground truth. The demo prints, per
 turn, that truth next to the collector's verdict, then the collector's counters.
 
@@ -44,6 +51,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -58,6 +66,15 @@ SPECIALISTS = (
     ("a2a-executor", "Agent Framework A2AExecutor: a new AgentSession per request"),
     ("plain", "plain a2a-sdk executor answering in the request's context"),
     ("plain-new-context", "plain a2a-sdk executor answering in a new contextId every time"),
+)
+#: specialists whose agent runs on another framework, served by a plain a2a-sdk executor
+FRAMEWORK_SPECIALISTS = (
+    ("langgraph-thread", "LangGraph graph, a checkpointer, thread_id = contextId"),
+    ("langgraph-new-thread", "LangGraph graph, a fresh thread_id per request"),
+    ("agno-session", "Agno agent, session_id = contextId, history in the context"),
+    ("agno-new-session", "Agno agent, a new session per request"),
+    ("openai-session", "OpenAI Agents SDK agent, a SQLiteSession per contextId"),
+    ("openai-no-session", "OpenAI Agents SDK agent, no session"),
 )
 DIRECT = ("plain", "plain-new-context")  # also driven by a direct a2a-sdk client
 RETRIED = SPECIALISTS[0][0]
@@ -181,7 +198,7 @@ def metrics(port: int, records: list[dict], truth: dict[str, list[int]]) -> list
         print(f"  {name}{{{', '.join(f'{k}={v}' for k, v in sorted(labels.items()))}}} {value:g}")
     problems = []
     want = expected_counts(records, truth)
-    for shape, _ in SPECIALISTS:
+    for shape, _ in SPECIALISTS + FRAMEWORK_SPECIALISTS:
         got = h.metric_sum(samples, "agent_identity_mismatches", callee_service=shape)
         if got != want.get(shape, 0):
             problems.append(f"agent_identity_mismatches into {shape}: {got:g}, the ground truth says "
@@ -312,19 +329,30 @@ def main() -> int:
             proc, urls[shape] = h.start_specialist(shape, collector.endpoint, shape=shape, truth=truth_file)
             procs.append(proc)
             print(f"{shape}: {what}, A2A server at {urls[shape]}")
+        with ThreadPoolExecutor(3) as pool:  # each process imports its framework: start them side by side
+            started = list(pool.map(lambda shape: h.start_specialist(
+                shape, collector.endpoint, shape=shape, truth=truth_file, AGNO_TELEMETRY="false"),
+                [shape for shape, _ in FRAMEWORK_SPECIALISTS]))
+        for (shape, what), (proc, url) in zip(FRAMEWORK_SPECIALISTS, started):
+            procs.append(proc)
+            urls[shape] = url
+            print(f"{shape}: {what}, A2A server at {url}")
         callers = start_framework_callers(urls, collector.endpoint, args.turns)
         procs += [proc for *_, proc in callers]
         via_agent, _ = h.run_orchestrator([(s, urls[s]) for s, _ in SPECIALISTS], collector.endpoint,
                                           turns=args.turns, retry_turn=2)
         direct, _ = h.run_orchestrator([(s, urls[s]) for s in DIRECT], collector.endpoint, turns=args.turns,
                                        direct=True)
+        served, _ = h.run_orchestrator([(s, urls[s]) for s, _ in FRAMEWORK_SPECIALISTS], collector.endpoint,
+                                       turns=args.turns)
         framework = framework_records(callers)
-        for rec in via_agent + direct:
+        for rec in via_agent + direct + served:
             rec["caller"] = "orchestrator"
-        records = via_agent + direct + [r for recs in framework.values() for r in recs]
+        records = via_agent + direct + served + [r for recs in framework.values() for r in recs]
         spans = h.wait_for_hops(collector.spans_file, len(records))
         truth = h.read_truth(truth_file)
         problems = report(via_agent, spans, truth, "A2AAgent") + report(direct, spans, truth, "a2a-sdk client")
+        problems += report(served, spans, truth, "A2AAgent")
         for label, recs in framework.items():
             problems += report(recs, spans, truth, f"{label} (a2a-sdk client)")
         expected_calls = {label: len(shapes) * args.turns for label, _, _, _, shapes in FRAMEWORK_CALLERS}

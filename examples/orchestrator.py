@@ -9,6 +9,9 @@ contextId of the specialist's last reply. No tracing code: run it under the laun
     OTEL_SERVICE_NAME=orchestrator opentelemetry-instrument python examples/orchestrator.py \
         --specialist http://127.0.0.1:9101/ --turns 3 --retry-turn 2
 
+``--specialist URL1,URL2`` is one specialist behind several replicas: the turns alternate between
+them (one A2A session, one contextId).
+
 ``--retry-turn N`` re-sends turn N's delegation after the specialist completed it, as a client
 does when the response is lost (same A2A ``message_id``, so the same delegation id: the collector
 counts the second execution as a duplicate). Prints one JSON line per delegation on stdout:
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import re
 import sys
@@ -64,8 +68,14 @@ async def get_weather(city: str) -> str:
     return reply
 
 
+def _replica(key: str):
+    """This turn's replica of ``_state[key]`` (a list: the turns alternate between them)."""
+    replicas = _state[key]
+    return replicas[(_state["turn"] - 1) % len(replicas)]
+
+
 async def _send_a2a_agent(text: str, message_id: str) -> tuple[str, str | None]:
-    specialist: A2AAgent = _state["specialist"]
+    specialist: A2AAgent = _replica("specialist")
     session = _state["session"]
     reply = await specialist.run(Message(role="user", contents=[text], message_id=message_id), session=session)
     context = (session.service_session_id or {}).get("context_id")
@@ -78,7 +88,7 @@ async def _send_direct(text: str, message_id: str) -> tuple[str, str | None]:
         role=Role.ROLE_USER, parts=[Part(text=text)], message_id=message_id,
         context_id=_state.get("context_id") or ""))
     answered, reply = None, ""
-    async for event in _state["client"].send_message(request):
+    async for event in _replica("client").send_message(request):
         payload = getattr(event, event.WhichOneof("payload")) if hasattr(event, "WhichOneof") else event
         answered = getattr(payload, "context_id", None) or answered
         parts = getattr(payload, "parts", None) or ()
@@ -104,14 +114,18 @@ async def converse(url: str, name: str, turns: int, retry_turn: int, direct: boo
     session = orchestrator.create_session()
     _state.clear()
     _state.update(conversation=name, direct=direct)
+    urls = url.split(",")
     async with httpx.AsyncClient(timeout=30) as http:
         if direct:
-            _state["client"] = await create_client(url, client_config=ClientConfig(httpx_client=http, streaming=False))
+            _state["client"] = [await create_client(u, client_config=ClientConfig(httpx_client=http, streaming=False))
+                                for u in urls]
             await _turns(orchestrator, session, name, turns, retry_turn)
             return
-        specialist = A2AAgent(name=name, url=url)
-        _state.update(specialist=specialist, session=specialist.create_session())
-        async with specialist:
+        replicas = [A2AAgent(name=name, url=u) for u in urls]
+        _state.update(specialist=replicas, session=replicas[0].create_session())
+        async with contextlib.AsyncExitStack() as stack:
+            for specialist in replicas:
+                await stack.enter_async_context(specialist)
             await _turns(orchestrator, session, name, turns, retry_turn)
 
 

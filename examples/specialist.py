@@ -12,10 +12,16 @@ five shapes real A2A services take. No tracing code of its own: run it under the
   - ``a2a-executor``: Agent Framework's own ``agent_framework.a2a.A2AExecutor(agent)``, which builds
     a new ``AgentSession(session_id=contextId)`` per request: it keeps the id and loses the state.
   - ``plain``: a plain ``AgentExecutor`` (no agent framework) answering in the request's context,
-    keeping the history of each context itself. Continues.
+    keeping the history of each context itself, and declaring whether it had one
+    (``otel_agent_identity.resumed``). Continues.
   - ``plain-new-context``: a plain executor answering every request in a new contextId. Forgets.
   - ``new-session`` (not one of the five): ``A2AExecutor`` serving an agent that drops the session
     id it is given, so even the agent's own conversation id is new on every request.
+
+Framework shapes (an a2a-sdk executor around a LangGraph graph, an Agno agent or an OpenAI Agents
+SDK agent, one continuing and one forgetting per framework, and healthy shapes a naive rule
+flags): ``examples/framework_specialists.py`` (``--db PATH``: the Agno shapes' SQLite file, shared
+by replicas).
 
 Ground truth: every shape reports how many messages its model (the plain executors: the executor)
 had in context per request, as JSON lines ``{"trace_id", "messages", "conversation_id"}`` appended
@@ -34,6 +40,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import otel_agent_identity  # noqa: E402
 import uvicorn  # noqa: E402
 from a2a.helpers.proto_helpers import get_message_text, new_text_message  # noqa: E402
 from a2a.server.agent_execution import AgentExecutor  # noqa: E402
@@ -46,12 +53,13 @@ from agent_framework.a2a import A2AExecutor  # noqa: E402
 from opentelemetry import trace  # noqa: E402
 from starlette.applications import Starlette  # noqa: E402
 
+import framework_specialists  # noqa: E402
 from offline_chat import OfflineChatClient  # noqa: E402
 
 SHAPES = ("session-service", "session-local", "a2a-executor", "plain", "plain-new-context")
 #: what really happens on turns 2+ of one contextId, per shape
 CONTINUES = {"session-service": True, "session-local": True, "a2a-executor": False, "plain": True,
-             "plain-new-context": False, "new-session": False}
+             "plain-new-context": False, "new-session": False, **framework_specialists.CONTINUES}
 
 
 class ForgetfulAgent(Agent):
@@ -98,6 +106,7 @@ class PlainExecutor(AgentExecutor):
 
     async def execute(self, context, event_queue) -> None:
         ctx = uuid.uuid4().hex if self.new_context else context.context_id
+        otel_agent_identity.resumed(ctx in self.history)  # no framework adapter can tell: declared
         seen = self.history.get(ctx, 0) + 1
         self.history[ctx] = seen + 1  # and the reply
         _truth(self.truth, seen, ctx)
@@ -108,7 +117,10 @@ class PlainExecutor(AgentExecutor):
         return None
 
 
-def build_executor(shape: str, name: str, truth: str | None, stream: bool = False) -> AgentExecutor:
+def build_executor(shape: str, name: str, truth: str | None, stream: bool = False,
+                   db: str | None = None) -> AgentExecutor:
+    if shape in framework_specialists.CONTINUES:
+        return framework_specialists.build_executor(shape, name, lambda n, cid: _truth(truth, n, cid), db)
     if shape.startswith("plain"):
         return PlainExecutor(truth, new_context=shape == "plain-new-context")
     mode = "service" if shape == "session-service" else "local"
@@ -120,9 +132,9 @@ def build_executor(shape: str, name: str, truth: str | None, stream: bool = Fals
 
 
 def build_app(url: str, name: str, shape: str = "a2a-executor", truth: str | None = None,
-              stream: bool = False) -> Starlette:
+              stream: bool = False, db: str | None = None) -> Starlette:
     """The Starlette app of one specialist (``url``: its public JSON-RPC URL)."""
-    return executor_app(build_executor(shape, name, truth, stream), url, name)
+    return executor_app(build_executor(shape, name, truth, stream, db), url, name)
 
 
 def executor_app(executor: AgentExecutor, url: str, name: str,
@@ -150,8 +162,9 @@ def main() -> None:
     parser.add_argument("--truth", default=os.environ.get("OFFLINE_CHAT_TRUTH"),
                         help="append the messages seen per request to this file")
     parser.add_argument("--stream", action="store_true", help="a2a-executor: run the agent streaming")
+    parser.add_argument("--db", help="Agno shapes: the SQLite file of the sessions (replicas share one)")
     args = parser.parse_args()
-    serve(build_executor(args.shape, args.name, args.truth, args.stream), args.name, args.port)
+    serve(build_executor(args.shape, args.name, args.truth, args.stream, args.db), args.name, args.port)
 
 
 def serve(executor: AgentExecutor, name: str, port: int, description: str = "Answers weather questions (offline).") -> None:

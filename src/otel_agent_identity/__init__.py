@@ -36,7 +36,7 @@ from otel_agent_identity.boundary import Upstream, upstream
 from otel_agent_identity._runs import RunHandler
 from otel_agent_identity.adapters import ADAPTERS, GUARDS
 from otel_agent_identity.config import Config
-from otel_agent_identity.continuity import conversation_id, new_conversation
+from otel_agent_identity.continuity import conversation_id, new_conversation, resumed
 from otel_agent_identity.extractors import ExtractorRegistry, RunCall, register_extractor, registry
 from otel_agent_identity.scope import current_scope, delegation, execution
 from otel_agent_identity.span_processor import IdentitySpanProcessor
@@ -56,6 +56,7 @@ __all__ = [
     "register_extractor",
     "registry",
     "upstream",
+    "resumed",
     "__version__",
 ]
 

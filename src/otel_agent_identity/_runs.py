@@ -26,7 +26,7 @@ from otel_agent_identity import attributes as attrs
 from otel_agent_identity import continuity, metrics
 from otel_agent_identity.boundary import check_served
 from otel_agent_identity.extractors import SOURCE_FRAMEWORK, SOURCE_SERVICE, Extracted, Extractor, ExtractorRegistry, RunCall
-from otel_agent_identity.scope import _SCOPE, IdentityScope, new_execution_id
+from otel_agent_identity.scope import _SCOPE, IdentityScope, current_scope, new_execution_id
 from otel_agent_identity.span_processor import IdentitySpanProcessor, attributes_of, set_trusted
 
 _logger = logging.getLogger(__name__)
@@ -34,6 +34,10 @@ _logger = logging.getLogger(__name__)
 _NOT_FAILURES = (asyncio.CancelledError, GeneratorExit)
 _PROCESSORS: "weakref.WeakKeyDictionary[Any, IdentitySpanProcessor]" = weakref.WeakKeyDictionary()
 _tuple_new = tuple.__new__  # a NamedTuple built without its Python-level __new__
+#: runs whose ``resumed`` the framework's own read of its store tells later (an adapter's hook
+#: observes it: :func:`awaiting_run`), by id() of their scope; an entry leaves when taken or when
+#: its run finishes (a plain dict: a weak one costs ~0.05 span per run)
+_AWAITING: "dict[int, Run]" = {}
 
 
 
@@ -147,6 +151,11 @@ class Run:
 
     __slots__ = ("_h", "_agent", "_session", "_rule", "_agent_step", "_call", "_pre", "_resumed", "scope", "_finished",
                  "span", "_spec", "_ctx", "_own_story", "_recheck", "__weakref__")
+
+    @property
+    def call_kwargs(self) -> dict:
+        """The keyword arguments of the wrapped call that started the run (read only)."""
+        return self._call.kwargs
 
     def __init__(self, handler, framework, agent, session, args, kwargs, rule, span_spec, run_id, delegation_id,
                  agent_step=None, claim=True, resumed=None, recheck=True):
@@ -263,6 +272,7 @@ class Run:
             effective = self._finish_changed(span, pre, post)
         if scope.parent_execution_id is None:  # the run serving an inbound hop, if any
             check_served(effective)
+            self._check_served_conversation(span, effective)
         elif scope.parent_conversation_id:
             self._check_parent(span, effective)
 
@@ -295,6 +305,33 @@ class Run:
         """A run serving an A2A request that asked to continue a context, started from no state."""
         metrics.count(metrics.STATE_NOT_RESUMED, agent=self._agent_name(), framework=self._call.framework)
 
+    def resumed_later(self) -> None:
+        """``resumed`` is not known at the start: the framework's own read of its store (a
+        checkpoint, a session), which an adapter's hook observes early in the run, tells it
+        (:func:`awaiting_run`, then :meth:`record_resumed`)."""
+        _AWAITING[id(self.scope)] = self
+
+    def record_resumed(self, value: Optional[bool]) -> None:
+        """Record ``agent_identity.conversation.resumed`` (bool; None: unknown, nothing recorded)
+        learnt after the span started; a serving run that did not resume is counted."""
+        if value is None or self._resumed is not None:
+            return
+        self._resumed = value
+        if self.span is not None:
+            set_trusted(self.span, {attrs.CONVERSATION_RESUMED: value})
+        if value is False and self.scope.parent_execution_id is None and continuity.serving_requested():
+            self._count_not_resumed()
+
+    def _check_served_conversation(self, span, effective: Optional[str]) -> None:
+        """The run serving an A2A request: a contextId this process served under another agent
+        conversation last time is marked ``agent_identity.conversation.previous_id`` (that one) and,
+        unless the framework says the run resumed state, counted."""
+        last = continuity.served_run(self._agent_name(), effective)
+        if last is not None:
+            set_trusted(span, {attrs.CONVERSATION_PREVIOUS_ID: last})
+            if self._resumed is not True:
+                metrics.count(metrics.CONVERSATION_REBUILT, agent=self._agent_name(), framework=self._call.framework)
+
     def _check_parent(self, span, effective: Optional[str]) -> None:
         """A nested in-process run (not a hop) whose conversation id ``effective`` is another than
         its parent's (recorded as ``agent_identity.parent.conversation.id`` at its start), with no
@@ -312,6 +349,8 @@ class Run:
         if self._finished:
             return
         self._finished = True
+        if _AWAITING:  # a run the framework's read never reached (it failed first)
+            _AWAITING.pop(id(self.scope), None)
         span = self.span
         if span is None:
             return
@@ -469,6 +508,18 @@ class HandOff:
 
 _NO_CODE: dict[Any, bool] = {}  # function -> calling it runs none of its code: bounded by the wrapped methods
 _LAZY = inspect.CO_COROUTINE | inspect.CO_GENERATOR | inspect.CO_ASYNC_GENERATOR
+
+
+def awaiting_run(owner: Any = None) -> Optional[Run]:
+    """The run of the current scope that waits for the framework's read of its state
+    (:meth:`Run.resumed_later`), taken (once), or None; with ``owner``, only if the scope's owner
+    (the agent, the graph) is that object."""
+    if not _AWAITING:
+        return None
+    scope = current_scope()
+    if scope is None or (owner is not None and scope.owner is not owner):
+        return None
+    return _AWAITING.pop(id(scope), None)
 
 
 def _runs_no_code(fn: Any) -> bool:

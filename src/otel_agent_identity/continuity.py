@@ -8,14 +8,19 @@
   :func:`note_execution`).
 - :func:`new_conversation`: the application says a new conversation/context is intended.
 - :func:`serving_requested`: the contextId the A2A request being served asked to continue.
+- :func:`resumed`: the application declares whether the request being served resumed prior state.
+- ``served_conversations``: per (contextId, serving agent), the agent conversation this process
+  served it with last, so a run that serves a known contextId under another agent conversation (a
+  callee that rebuilds its conversation every request) is marked ``agent_identity.conversation.previous_id``.
 
 Memory: at most ``MAX_CONVERSATIONS`` caller conversations x ``MAX_AGENTS_PER_CONVERSATION``
-remote agents, and ``MAX_DELEGATIONS`` delegation keys; an entry untouched for ``IDLE_SECONDS``
+remote agents (served: contextIds x serving agents), and ``MAX_DELEGATIONS`` delegation keys; an entry untouched for ``IDLE_SECONDS``
 (the conversation went quiet) is dropped, the least recently used goes first when full.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import OrderedDict
@@ -27,6 +32,8 @@ from opentelemetry import context as otel_context
 
 from otel_agent_identity import attributes as attrs
 from otel_agent_identity import metrics
+
+_logger = logging.getLogger(__name__)
 
 MAX_CONVERSATIONS = 1024
 MAX_AGENTS_PER_CONVERSATION = 16
@@ -63,16 +70,102 @@ def new_conversation_declared() -> bool:
     return _NEW_CONVERSATION.get()
 
 
+class _Serving:
+    """The inbound A2A request being served: the contextId it asked to continue, its SERVER span,
+    and the agent conversation the run serving it ended in (set by that run)."""
+
+    __slots__ = ("requested", "span", "agent", "conversation")
+
+    def __init__(self, requested: Optional[str], span: Any) -> None:
+        self.requested, self.span = requested, span
+        self.agent: str = ""
+        self.conversation: Optional[str] = None
+
+
+def _serving(ctx: Any = None) -> Optional[_Serving]:
+    value = otel_context.get_value(_SERVING_REQUESTED, ctx)
+    return value if type(value) is _Serving else None
+
+
 def serving_requested() -> Optional[str]:
     """The ``Message.context_id`` (str) of the inbound A2A request being served (the SERVER span's
     OTel context, which the executor inherits), None outside one or on a first turn."""
-    value = otel_context.get_value(_SERVING_REQUESTED)
-    return value if isinstance(value, str) and value else None
+    serving = _serving()
+    return serving.requested if serving is not None else None
 
 
-def with_serving_requested(ctx: Any, context_id: Optional[str]) -> Any:
-    """``ctx`` (an OTel ``Context``) carrying the contextId the served request asked to continue."""
-    return otel_context.set_value(_SERVING_REQUESTED, context_id, ctx) if context_id else ctx
+def with_serving_requested(ctx: Any, context_id: Optional[str], span: Any = None) -> Any:
+    """``ctx`` (an OTel ``Context``) carrying the contextId the served request asked to continue
+    (str, or None on a first turn) and its SERVER ``span``."""
+    if not context_id and span is None:
+        return ctx
+    _serving_seen[0] = True
+    return otel_context.set_value(_SERVING_REQUESTED, _Serving(context_id or None, span), ctx)
+
+
+_warned_resumed = [False]
+_serving_seen = [False]  # no A2A request served in this process yet: served_run has nothing to do
+
+
+def resumed(value: bool) -> bool:
+    """Declare whether the inbound A2A request being served resumed prior conversation state
+    (``value``: bool): for a server whose agent no adapter wraps (a plain a2a-sdk ``AgentExecutor``,
+    another framework). Recorded as ``agent_identity.conversation.resumed`` on the request's SERVER
+    span, where the collector reads it before the serving agent span's own; ``False`` for a request
+    that asked to continue a contextId is counted in ``agent_identity.state.not_resumed``. Call it
+    inside the executor (any task or thread that inherited its context)::
+
+        history = self.histories.get(context.context_id)
+        otel_agent_identity.resumed(history is not None)
+
+    Returns True when recorded; False (one warning) outside a served A2A request or for a value
+    that is not a bool. Never raises."""
+    try:
+        serving = _serving()
+        if serving is None or serving.span is None or type(value) is not bool:
+            if not _warned_resumed[0]:
+                _warned_resumed[0] = True
+                _logger.warning("otel-agent-identity: resumed(%s) outside a served A2A request, or not a bool; "
+                                "ignored (warned once)", type(value).__name__)
+            return False
+        span = serving.span
+        span.set_attribute(attrs.CONVERSATION_RESUMED, value)
+        if value is False and serving.requested:
+            agent = (getattr(span, "attributes", None) or {}).get(attrs.GEN_AI_AGENT_NAME)
+            metrics.count(metrics.STATE_NOT_RESUMED, agent=agent, framework="a2a")
+        return True
+    except Exception:  # noqa: BLE001
+        _logger.debug("otel-agent-identity: resumed() failed", exc_info=True)
+        return False
+
+
+def served_run(agent: Optional[str], conversation: Optional[str]) -> Optional[str]:
+    """The run serving the current A2A request ended in agent ``conversation`` (str): remember it
+    for its contextId and serving ``agent`` (its name), and return the agent conversation this
+    process served the requested contextId with last when it was another (else None)."""
+    if not _serving_seen[0]:
+        return None
+    serving = _serving()
+    if serving is None or not conversation:
+        return None
+    serving.agent, serving.conversation = agent or "", conversation
+    requested = serving.requested
+    if not requested:
+        return None  # a first turn: remembered under the context the server answered in (served_context)
+    last = served_conversations.last(requested, serving.agent)
+    served_conversations.remember(requested, serving.agent, conversation)
+    return last if last is not None and last != conversation else None
+
+
+def served_context(ctx: Any, context_id: Optional[str]) -> None:
+    """The A2A request served in ``ctx`` answered in ``context_id``: remember the agent conversation
+    that served it under that contextId too (on a first turn the server made it). Never raises."""
+    try:
+        serving = _serving(ctx)
+        if serving is not None and serving.conversation and context_id and context_id != serving.requested:
+            served_conversations.remember(context_id, serving.agent, serving.conversation)
+    except Exception:  # noqa: BLE001
+        _logger.debug("otel-agent-identity: served context not remembered", exc_info=True)
 
 
 def conversation_id() -> Optional[str]:
@@ -209,3 +302,5 @@ def note_execution() -> None:
             metrics.count(metrics.DELEGATION_DUPLICATE_EXECUTIONS, agent=agent, framework="a2a")
     except Exception:  # noqa: BLE001
         pass
+#: contextId -> {serving agent name -> the agent conversation that served it last}
+served_conversations = DelegateContexts()

@@ -26,6 +26,7 @@ STATE_NOT_RESUMED = "agent_identity.state.not_resumed"
 DELEGATION_DUPLICATE_DELIVERIES = "agent_identity.delegation.duplicate_deliveries"
 DELEGATION_DUPLICATE_EXECUTIONS = "agent_identity.delegation.duplicate_executions"
 PARENT_CONVERSATION_DIFFERS = "agent_identity.conversation.parent_differs"
+CONVERSATION_REBUILT = "agent_identity.conversation.rebuilt"
 
 #: ``reason`` values of ``agent_identity.conversation.changes``
 REASON_RUN = "run"  # the agent span's id after the run differs from the one before it
@@ -42,6 +43,8 @@ _DESCRIPTIONS = {
                                      "already executed",
     PARENT_CONVERSATION_DIFFERS: "Nested agent runs whose conversation differs from their parent run's, "
                                  "with no declared mapping",
+    CONVERSATION_REBUILT: "Agent runs serving an A2A request for a contextId under another agent conversation than "
+                          "the one this process served it with last, without resuming prior state",
 }
 _MAX_NAME = 64
 _MAX_NAMES = 100

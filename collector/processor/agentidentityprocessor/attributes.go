@@ -20,6 +20,10 @@ const (
 	// attrDelegationRedelivered: the serving process had received this
 	// delegation before (a retry, executed again or not).
 	attrDelegationRedelivered = "agent_identity.delegation.redelivered"
+	// attrPreviousID: on a serving agent span, the agent conversation that
+	// served the same contextId last time in that process (it rebuilt its
+	// conversation since).
+	attrPreviousID = "agent_identity.conversation.previous_id"
 
 	// operationInvokeAgent is the gen_ai.operation.name of agent spans.
 	operationInvokeAgent = "invoke_agent"

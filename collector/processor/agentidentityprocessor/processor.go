@@ -172,12 +172,19 @@ func (p *identityProcessor) checkHop(tr *trace, par, c int32, t *tally) {
 		callerConv = strAttr(tr.spans[i].span, attrConversationID)
 	}
 	agentConv, agent, execution := "", "", ""
-	resumed, resumedKnown := false, false
+	// Resumed: declared on the entry span (a server no adapter wraps, or the
+	// application's own word), else the serving agent span's (any framework);
+	// unknown there, a serving agent span marked with the agent conversation it
+	// served this context with before (rebuilt since) did not resume.
+	resumed, resumedKnown := boolAttr(callee.span, attrResumed)
 	if a := tr.firstBelow(c, tr.isAgent); a >= 0 {
 		as := tr.spans[a].span
 		agentConv, agent, execution = strAttr(as, attrConversationID), strAttr(as, attrAgentName), strAttr(as, attrExecutionID)
-		if v, ok := as.Attributes().Get(attrResumed); ok && v.Type() == pcommon.ValueTypeBool {
-			resumed, resumedKnown = v.Bool(), true
+		if !resumedKnown {
+			resumed, resumedKnown = boolAttr(as, attrResumed)
+		}
+		if !resumedKnown && strAttr(as, attrPreviousID) != "" {
+			resumed, resumedKnown = false, true
 		}
 	}
 	if execution == "" {
@@ -311,6 +318,14 @@ func (tr *trace) markResponseLost(par, c int32, caller, callee string, t *tally)
 			return
 		}
 	}
+}
+
+// boolAttr returns a boolean attribute of span and whether it has one.
+func boolAttr(span ptrace.Span, key string) (value, ok bool) {
+	if v, found := span.Attributes().Get(key); found && v.Type() == pcommon.ValueTypeBool {
+		return v.Bool(), true
+	}
+	return false, false
 }
 
 // verdict says whether a hop result is flagged (agent_identity.hop.mismatch

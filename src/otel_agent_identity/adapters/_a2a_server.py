@@ -101,7 +101,7 @@ def start_server_span(tracer: trace.Tracer, handler: Any, params: Any, call_cont
     ctx = _inbound(span, headers, trace.set_span_in_context(span, parent))
     message = getattr(params, "message", None)
     ctx = _served_delegation(span, message, name, ctx)
-    return span, continuity.with_serving_requested(ctx, facts.requested_context(message))
+    return span, continuity.with_serving_requested(ctx, facts.requested_context(message), span)
 
 
 def _served_delegation(span: Any, message: Any, agent: Optional[str], ctx: Any) -> Any:
@@ -121,9 +121,11 @@ def _served_delegation(span: Any, message: Any, agent: Optional[str], ctx: Any) 
     return continuity.with_served_delegation(ctx, span, key, agent)
 
 
-def observe(span: Any, event: Any, requested: Optional[str] = None) -> None:
+def observe(span: Any, event: Any, requested: Optional[str] = None, ctx: Any = None) -> None:
     """Put an outgoing event's task id, state and context id (the context the server answered
-    in) on the span; ``agent_identity.conversation.changed`` when it is not the ``requested`` one."""
+    in) on the span; ``agent_identity.conversation.changed`` when it is not the ``requested`` one.
+    ``ctx``: the request's context (the serving run's agent conversation is remembered under the
+    context answered in: :func:`otel_agent_identity.continuity.served_context`)."""
     try:
         seen = facts.event_facts(event)
         if not span.is_recording():
@@ -131,6 +133,8 @@ def observe(span: Any, event: Any, requested: Optional[str] = None) -> None:
         span.set_attributes(facts.event_attributes(seen))
         facts.mark_failed_task(span, seen)
         if seen.get("context_id"):
+            if ctx is not None:
+                continuity.served_context(ctx, seen["context_id"])
             set_ids(span, {attrs.GEN_AI_CONVERSATION_ID: seen["context_id"]})
             if facts.mark_changed(span, requested, seen["context_id"]):
                 metrics.count(metrics.CONVERSATION_CHANGES, agent=_span_agent(span), framework="a2a",
@@ -189,7 +193,7 @@ async def _send(wrapped, args, kwargs, span, ctx, requested):
         raise
     finally:
         otel_context.detach(token)
-    observe(span, result, requested)
+    observe(span, result, requested, ctx)
     end(span)
     return result
 
@@ -226,7 +230,7 @@ class ServerStream(wrapt.ObjectProxy):
             raise
         finally:
             otel_context.detach(token)
-        observe(self._self_span, event, self._self_requested)
+        observe(self._self_span, event, self._self_requested, self._self_ctx)
         return event
 
     async def aclose(self):

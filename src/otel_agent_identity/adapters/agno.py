@@ -20,6 +20,14 @@ make itself (``run_id = run_id or str(uuid4())``), so the id is known from the r
 A continued run keeps ``run_response.run_id`` (or its ``run_id`` argument); a forked or
 regenerated one gets a new id from Agno that is not known at the start, so it gets our own.
 
+State continuity (``agent_identity.conversation.resumed``, at the run's start) of an Agent or Team
+run: read from the session Agno itself loads for the run (its ``read_or_create_session``: the
+cached session, else the db's, else a new one; observed, not read again): ``true`` when that
+session had earlier runs and they reach the model (``add_history_to_context`` of the run, else of
+the agent; ``read_chat_history``; or a session summary with ``add_session_summary_to_context``),
+``false`` otherwise (a new session, no db, or history kept but not given to the model). Team
+members and workflow steps (Agno reads no session of theirs) record none.
+
 Team members and workflow steps are runs nested in the leader's or the workflow's run: they get
 their own span with Agno's shared ``session_id`` and ``agent_identity.parent.execution.id`` = the
 enclosing run's ``run_id`` (Agno's ``parent_run_id``).
@@ -46,7 +54,7 @@ from opentelemetry.trace import SpanKind
 from wrapt import wrap_function_wrapper
 
 from otel_agent_identity import attributes as attrs
-from otel_agent_identity._runs import RunHandler, SpanSpec
+from otel_agent_identity._runs import RunHandler, SpanSpec, awaiting_run
 from otel_agent_identity.scope import current_scope
 
 NAME = "agno"
@@ -66,6 +74,13 @@ _SESSION_RESOLVERS = [
     ("agno.workflow.workflow", "Workflow", "_initialize_session"),
 ]
 _SPAWN = ("agno.run.background", "_spawn_background")
+#: where Agno reads (or creates) the session of an Agent's or a Team's run
+_SESSION_READERS = [
+    ("agno.agent._storage", "read_or_create_session"),
+    ("agno.agent._storage", "aread_or_create_session"),
+    ("agno.team._storage", "_read_or_create_session"),
+    ("agno.team._storage", "_aread_or_create_session"),
+]
 
 _wrapped: list[tuple[Any, str]] = []
 #: (instance, run) whose dispatch is running now: its session resolver's result is the run's id
@@ -184,6 +199,8 @@ def _run_wrapper(handler: RunHandler, kind: str, method: str, sig: _Signature):
                 recheck=not (isinstance(session_id, str) and session_id),  # a given session id stays
             )
             runner = run
+            if run is not None and kind == "agent":
+                run.resumed_later()  # the session Agno loads tells (_session_read_wrapper)
             if run is not None and handed_background and sig.get(args, kwargs, "background"):
                 runner = run.hand_off()
                 _HANDOFFS[id(run.scope)] = runner
@@ -230,6 +247,55 @@ def _resolver_wrapper(wrapped, instance, args, kwargs):
     return result
 
 
+def _option(owner: Any, kwargs: dict, name: str) -> Any:
+    """A run option as Agno resolves it: the run's argument, else the agent's (or team's) own."""
+    value = kwargs.get(name)
+    return getattr(owner, name, None) if value is None else value
+
+
+def session_resumed(owner: Any, session: Any, kwargs: dict) -> Optional[bool]:
+    """Whether the run of ``owner`` (an Agent or Team, run with keyword arguments ``kwargs``) on
+    the ``session`` Agno loaded for it resumes prior state that reaches the model (module
+    docstring); None for a team member or workflow step (Agno reads no session of its own)."""
+    if getattr(owner, "team_id", None) or getattr(owner, "workflow_id", None):
+        return None
+    if not getattr(session, "runs", None):
+        return False
+    if _option(owner, kwargs, "add_history_to_context") or getattr(owner, "read_chat_history", False):
+        return True
+    return bool(_option(owner, kwargs, "add_session_summary_to_context") and getattr(session, "summary", None))
+
+
+def _session_read_wrapper(wrapped, instance, args, kwargs):
+    """Around Agno's ``[a]read_or_create_session(owner, session_id, user_id=None)``: the session
+    it returns tells the awaiting run of ``owner`` whether it resumed (:func:`session_resumed`)."""
+    try:
+        owner = args[0] if args else kwargs.get("agent", kwargs.get("team"))
+        run = awaiting_run(owner)
+    except Exception:  # noqa: BLE001
+        run = None
+    result = wrapped(*args, **kwargs)
+    if run is None:
+        return result
+    if inspect.iscoroutine(result):
+        return _record_after(result, run, owner)
+    _record_resumed(run, owner, result)
+    return result
+
+
+async def _record_after(coro, run, owner):
+    session = await coro
+    _record_resumed(run, owner, session)
+    return session
+
+
+def _record_resumed(run: Any, owner: Any, session: Any) -> None:
+    try:
+        run.record_resumed(session_resumed(owner, session, run.call_kwargs or {}))
+    except Exception:  # noqa: BLE001
+        pass
+
+
 def _spawn_wrapper(wrapped, instance, args, kwargs):
     """Around ``_spawn_background(coro)``: the background run's span follows the spawned task."""
     try:
@@ -262,6 +328,11 @@ def instrument(handler: RunHandler) -> None:
     module = importlib.import_module(_SPAWN[0])
     wrap_function_wrapper(module, _SPAWN[1], _spawn_wrapper)
     _wrapped.append((module, _SPAWN[1]))
+    for module_name, name in _SESSION_READERS:
+        module = importlib.import_module(module_name)
+        if getattr(module, name, None) is not None:
+            wrap_function_wrapper(module, name, _session_read_wrapper)
+            _wrapped.append((module, name))
 
 
 def uninstrument() -> None:

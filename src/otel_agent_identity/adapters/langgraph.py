@@ -40,11 +40,15 @@ spans made in tools and models (threads included) carry the run's ids. ``GraphBu
 (an ``interrupt()`` or a ``Command(graph=Command.PARENT)`` leaving a subgraph) is control flow,
 not a failure.
 
-Checkpoint resume is not recorded: whether a run starts from a saved checkpoint is known only to
-LangGraph's private loop (``PregelLoop.checkpoint``, read inside ``Pregel.stream``), which no
-public surface exposes for a run with new input; LangGraph's public ``GraphCallbackHandler.on_resume``
-fires only for ``Command(resume=...)``/``None`` input and needs a handler in the run's callbacks,
-inherited by every child runnable; ``graph.get_state()`` would be a second checkpointer read per run.
+State continuity (``agent_identity.conversation.resumed``, at the run's start): read from what the
+run's own loop loaded, observed where LangGraph's loop applies its input
+(``PregelLoop._first``, right after ``__enter__``/``__aenter__`` read the thread's checkpoint with
+the checkpointer's ``get_tuple``/``aget_tuple``; no second read): ``true`` when the loaded
+checkpoint had a step (metadata ``step`` >= 0) or the input carries earlier messages (a
+``messages`` list, or a list input, of more than one message: a server that keeps the history
+itself and feeds it to a graph without a checkpointer); ``false`` when neither (no checkpoint, or
+one with only the input step, and one new message; with a checkpointer and an input without
+messages); not recorded for a graph without a checkpointer whose input has no messages.
 """
 
 from __future__ import annotations
@@ -59,7 +63,7 @@ from opentelemetry.trace import SpanKind
 from wrapt import wrap_function_wrapper
 
 from otel_agent_identity import attributes as attrs
-from otel_agent_identity._runs import RunHandler, SpanSpec
+from otel_agent_identity._runs import RunHandler, SpanSpec, awaiting_run
 from otel_agent_identity.scope import current_scope
 
 NAME = "langgraph"
@@ -224,11 +228,14 @@ def _start(handler: RunHandler, instance: Any, args: tuple, kwargs: dict) -> Any
             session, rule = effective_thread_id(instance.config, config), _given_thread
             if type(session) is not str and session is not None:
                 session = _as_id(session)
-        return handler.start(
+        run = handler.start(
             framework=NAME, agent=instance, session=session, args=args, kwargs=kwargs,
             rule=rule, span=_span_spec(instance), run_id=run_id,
             recheck=False,  # the thread id comes from the call's config: it cannot change during the run
         )
+        if run is not None:
+            run.resumed_later()  # the loop's checkpoint read tells (_first_wrapper)
+        return run
     except Exception:  # noqa: BLE001 - never break the application
         _logger.debug("otel-agent-identity: langgraph run not tracked", exc_info=True)
         return None
@@ -288,6 +295,36 @@ async def _owning(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any
         _OWN_STREAM.reset(token)
 
 
+def carries_history(value: Any) -> Optional[bool]:
+    """Whether a run's input carries earlier messages: a ``messages`` list (a dict input) or a
+    list input of more than one message; None when the input holds no messages at all."""
+    if type(value) is dict or isinstance(value, dict):
+        value = value.get("messages")
+        if value is None:
+            return None
+    if isinstance(value, (list, tuple)):
+        return len(value) > 1
+    return None
+
+
+def _first_wrapper(wrapped, instance, args, kwargs):
+    """Around ``PregelLoop._first(*, input_keys, updated_channels)``, which runs as the loop
+    enters, after it loaded the thread's checkpoint: the run's ``resumed`` (module docstring)."""
+    try:
+        run = awaiting_run()
+        if run is not None:
+            meta = instance.checkpoint_metadata
+            step = meta.get("step") if type(meta) is dict else None
+            if type(step) is int and step >= 0:
+                run.record_resumed(True)
+            else:
+                carried = carries_history(instance.input)
+                run.record_resumed(False if carried is None and instance.checkpointer else carried)
+    except Exception:  # noqa: BLE001 - never break the run
+        _logger.debug("otel-agent-identity: langgraph resumed not read", exc_info=True)
+    return wrapped(*args, **kwargs)
+
+
 def instrument(handler: RunHandler) -> None:
     """Wrap ``Pregel.stream``, ``.astream``, ``.invoke`` and ``.ainvoke``.
 
@@ -301,6 +338,7 @@ def instrument(handler: RunHandler) -> None:
     from langgraph._internal._constants import _CHECKPOINT_COORDINATE_KEYS
     from langgraph.errors import GraphBubbleUp
     from langgraph.pregel import Pregel
+    from langgraph.pregel._loop import PregelLoop
 
     _ensure_config, _child_config, _not_failures = ensure_config, var_child_runnable_config, (GraphBubbleUp,)
     _COORDINATES = tuple(_CHECKPOINT_COORDINATE_KEYS)
@@ -310,6 +348,8 @@ def instrument(handler: RunHandler) -> None:
     for method, make in wrappers:
         wrap_function_wrapper(Pregel, method, make(handler))
         _wrapped.append((Pregel, method))
+    wrap_function_wrapper(PregelLoop, "_first", _first_wrapper)
+    _wrapped.append((PregelLoop, "_first"))
 
 
 def uninstrument() -> None:

@@ -20,6 +20,13 @@ conversation; a resumed ``RunState`` input keeps the one it was started with), e
 conversation id. Execution id: the SDK has no run id, so one is made per run (or given with
 ``otel_agent_identity.execution()``).
 
+State continuity (``agent_identity.conversation.resumed``, at the run's start): ``true`` when the
+run continues a service-side conversation (``conversation_id=``, ``previous_response_id=``), resumes
+a ``RunState``, is given earlier items in its input (a list of more than one item: a server that
+keeps the history itself), or when its ``session`` had items before the run, as read by the SDK's
+own session read (``agents.run_internal.session_persistence._session_get_items``, observed: no
+second read); ``false`` otherwise (no session and none of these, or an empty session).
+
 Handoffs stay in the run: the span records the agent that produced the final output
 (``agent_identity.last_agent.name``). An agent used as a tool is a nested run: its span has
 ``agent_identity.parent.execution.id`` and, when it runs without a session or conversation of its
@@ -39,7 +46,7 @@ from opentelemetry.trace import SpanKind
 from wrapt import wrap_function_wrapper
 
 from otel_agent_identity import attributes as attrs
-from otel_agent_identity._runs import RunHandler, SpanSpec
+from otel_agent_identity._runs import RunHandler, SpanSpec, awaiting_run
 from otel_agent_identity.scope import current_scope
 from otel_agent_identity.span_processor import set_trusted
 
@@ -142,12 +149,32 @@ def _spec_for(agent: Any) -> SpanSpec:
     return spec
 
 
+def resumed_at_start(args: tuple, options: Any) -> Optional[bool]:
+    """``resumed`` known from the run's arguments (module docstring); None when its session's
+    items tell (read by the SDK during the run)."""
+    if options.get("conversation_id") or options.get("previous_response_id"):
+        return True
+    given = args[1] if len(args) > 1 else options.get("input")
+    if type(given) is not str:
+        run_state = _options["run_state"]
+        if isinstance(given, list):
+            if len(given) > 1:
+                return True
+        elif run_state is not None and isinstance(given, run_state):
+            return True
+    return None if options.get("session") is not None else False
+
+
 def _start(handler: RunHandler, args: tuple, kwargs: dict):
     agent = args[0] if args else kwargs.get("starting_agent")
     session = kwargs.get("session")
+    resumed = resumed_at_start(args, kwargs)
     # without a session the id comes from the call's own arguments: no after-run check needed
     run = handler.start(framework=NAME, agent=agent, session=session, args=args, kwargs=kwargs,
-                        rule=conversation_rule, span=_spec_for(agent), recheck=session is not None)
+                        rule=conversation_rule, span=_spec_for(agent), recheck=session is not None,
+                        resumed=resumed)
+    if run is not None and resumed is None:
+        run.resumed_later()  # the SDK's read of the session's items tells (_session_items_wrapper)
     if run is None or run.scope.conversation_id is not None:
         return run
     try:  # the run has started (its span is open): nothing below may lose it
@@ -230,6 +257,30 @@ async def _learn_after(coro, scope, session):
     return result
 
 
+def _session_items_wrapper(wrapped, instance, args, kwargs):
+    """Around the SDK's ``async _session_get_items(session, limit=..., *, wrapper=None, ...)``: its
+    first read in a run using that session says whether the session had items before the run."""
+    try:
+        session = args[0] if args else kwargs.get("session")
+        run = awaiting_run()
+        if run is not None and (run.call_kwargs or _NO_OPTIONS).get("session") is not session:
+            run.resumed_later()  # another session's read (e.g. a tool's): not the run's own
+            run = None
+    except Exception:  # noqa: BLE001
+        run = None
+    result = wrapped(*args, **kwargs)
+    return result if run is None else _record_items(result, run)
+
+
+async def _record_items(coro, run):
+    items = await coro
+    try:
+        run.record_resumed(len(items) > 0)
+    except Exception:  # noqa: BLE001
+        pass
+    return items
+
+
 def instrument(handler: RunHandler) -> None:
     """Wrap ``AgentRunner.run`` and ``AgentRunner.run_streamed`` (not ``run_sync``: it calls ``run``)."""
     config = handler.config
@@ -239,6 +290,13 @@ def instrument(handler: RunHandler) -> None:
     for method, make in (("run", _run_wrapper), ("run_streamed", _streamed_wrapper)):
         wrap_function_wrapper(cls, method, make(handler))
         _wrapped.append((cls, method))
+    try:
+        persistence = importlib.import_module("agents.run_internal.session_persistence")
+        if getattr(persistence, "_session_get_items", None) is not None:
+            wrap_function_wrapper(persistence, "_session_get_items", _session_items_wrapper)
+            _wrapped.append((persistence, "_session_get_items"))
+    except ImportError:  # another SDK layout: a run with a session records no resumed
+        pass
     try:
         session_cls = importlib.import_module("agents.memory").OpenAIConversationsSession
     except (ImportError, AttributeError):
