@@ -37,7 +37,7 @@ from otel_agent_identity.adapters import ADAPTERS, GUARDS
 from otel_agent_identity.config import Config
 from otel_agent_identity.continuity import conversation_id, new_conversation
 from otel_agent_identity.extractors import ExtractorRegistry, RunCall, register_extractor, registry
-from otel_agent_identity.scope import current_scope, delegation, execution
+from otel_agent_identity.scope import current_scope, delegation, execution, suppressed
 from otel_agent_identity.span_processor import IdentitySpanProcessor
 from otel_agent_identity.version import __version__
 
@@ -68,6 +68,13 @@ class AgentIdentityInstrumentor(BaseInstrumentor):
 
     _handler: RunHandler | None = None
     _adapters: list = []
+
+    def instrument(self, **kwargs: Any) -> Any:
+        """As :meth:`BaseInstrumentor.instrument`; while instrumentation is suppressed
+        (``opentelemetry.instrumentation.utils.suppress_instrumentation``) it changes nothing."""
+        if suppressed():
+            return None
+        return super().instrument(**kwargs)
 
     def instrumentation_dependencies(self) -> Collection[str]:
         return ()  # each adapter checks its own framework

@@ -1,4 +1,13 @@
-"""Stamps the current run's ids on every span at start, and finishes agent spans as they end."""
+"""Stamps the run's ids on every span started inside it, and finishes agent spans as they end.
+
+The application's own value of one of our attributes always wins: an id it set when creating the
+span, or later, is never overwritten by a stamp, and one that a count limit evicted is never put
+back as ours. To tell its writes from ours, the SDK's one write path of a span's attributes
+(``BoundedAttributes._setitem_locked``) is hooked at the class (:func:`install`): every write of
+one of our keys by anyone but us is noted on that span's attribute store. The store's class is
+never changed (instances of two classes in the SDK's attribute code would keep its specialised
+bytecode deoptimised for every span: see docs/benchmarks.md).
+"""
 
 from __future__ import annotations
 
@@ -7,50 +16,107 @@ from typing import Any, Callable, Mapping, Optional
 
 from opentelemetry.attributes import BoundedAttributes
 from opentelemetry.context import Context
+from opentelemetry.instrumentation.utils import _SUPPRESS_INSTRUMENTATION_KEY
 from opentelemetry.sdk.trace import Span, SpanProcessor
 
 from otel_agent_identity import attributes as attrs
-from otel_agent_identity.scope import _SCOPE
+from otel_agent_identity.scope import SCOPE_KEY, current_context
 
 _logger = logging.getLogger(__name__)
 
 Finisher = Callable[[Span], None]
-#: our ids: evicted by ``max_span_attributes``, they are put back as the span ends, in place of others
+#: our ids: never written over the application's own value; evicted by ``max_span_attributes``
+#: when they were ours, they are put back as the span ends, in place of others
 PROTECTED = frozenset({attrs.GEN_AI_CONVERSATION_ID, attrs.EXECUTION_ID, attrs.DELEGATION_ID,
                        attrs.PARENT_EXECUTION_ID, attrs.PARENT_CONVERSATION_ID})
-#: spans we wrote ids on, while open, by span id: the run's scope (a stamp: ``scope.attributes``),
-#: or ``(our attributes, the run's scope or None)``.
-#: At the span's end (:meth:`IdentitySpanProcessor._on_ending`) the ids a count limit evicted are
-#: put back (the SDK evicts the oldest attribute first, which is ours: we write at start), and the
-#: run's ``span_ending`` hook sees a span whose conversation id was overwritten. Bounded: when full
-#: (spans that never end), the oldest record goes first.
-_KEPT: dict[int, Any] = {}
-_KEPT_MAX = 16384
+_SUPPRESS_PLAIN = "suppress_instrumentation"  # the context key older contrib code sets (utils checks both)
+#: the record on a span's ``BoundedAttributes`` (an instance attribute; the class is untouched) of
+#: what we own there, for the span's end (:meth:`IdentitySpanProcessor._on_ending`): the run's
+#: scope (a stamp: ``scope.attributes``), or ``(our attributes, the run's scope or None)``; or a
+#: frozenset of our keys someone else wrote before we wrote any (at the span's creation).
+#: It lives and dies with the span: nothing to bound, nothing kept for a span that never ends.
+_REC = "_agent_identity"
 
 
-def _keep(span: Span, values: dict, scope: Any = None) -> None:
-    """Remember ``values`` (ours, on ``span``) to restore at its end if the count limit evicts them,
-    and the run's ``scope`` (a stamp) for its ``span_ending`` hook."""
+def _written(store: BoundedAttributes, key: str) -> None:
+    """Someone else (the application, a framework) wrote ``key``, one of ours, on ``store``: from
+    now on the value is theirs on this span; we never put ours back over it."""
     try:
-        sid = span._context.span_id
-    except AttributeError:
+        rec = getattr(store, _REC, None)
+        if rec is None:
+            setattr(store, _REC, frozenset((key,)))
+        elif type(rec) is frozenset:
+            setattr(store, _REC, rec | {key})
+        else:
+            values, scope = rec if type(rec) is tuple else (rec.attributes, rec)
+            if key in values:
+                setattr(store, _REC, ({k: v for k, v in values.items() if k != key}, scope))
+    except Exception:  # noqa: BLE001 - never break the application's write
+        _logger.debug("otel-agent-identity: could not note a write", exc_info=True)
+
+
+def install() -> None:
+    """Hook the SDK's attribute write (``BoundedAttributes._setitem_locked``, every write of a
+    span's attributes, at creation or later, goes through it) at the class: after the SDK's own
+    write, a write of one of our keys is noted by :func:`_written`. Once; kept for the process
+    (a write of any other key pays one frozenset lookup). An SDK without that method (outside the
+    supported range) gets no hook: an application's id set later can then be evicted and ours put
+    back as the span ends."""
+    original = BoundedAttributes.__dict__.get("_setitem_locked")
+    if original is None or getattr(original, "_agent_identity_original", None) is not None:
         return
-    kept = _KEPT.get(sid)
-    if kept is None:
-        _bound()
-        _KEPT[sid] = (values, scope)
+
+    def _setitem_locked(self, key, value, _write=original, _ours=PROTECTED, _note=_written):
+        _write(self, key, value)
+        if key in _ours:
+            _note(self, key)
+
+    _setitem_locked._agent_identity_original = original
+    _setitem_locked.__doc__ = original.__doc__
+    BoundedAttributes._setitem_locked = _setitem_locked
+
+
+def _keep(store: BoundedAttributes, values: dict, scope: Any = None) -> None:
+    """Record ``values`` (ours, just written on ``store``) to put back at the span's end if the
+    count limit evicts them, and the run's ``scope`` (a stamp) for its ``span_ending`` hook."""
+    rec = getattr(store, _REC, None)
+    if rec is None or type(rec) is frozenset:
+        setattr(store, _REC, (values, scope))
+    elif type(rec) is tuple:
+        setattr(store, _REC, ({**rec[0], **values}, rec[1] if scope is None else scope))
+    else:  # a stamp
+        setattr(store, _REC, ({**rec.attributes, **values}, rec if scope is None else scope))
+
+
+def _put(store: BoundedAttributes, values: dict) -> None:
+    """Write ``values`` (ours, checked) into an open span's ``store`` without displacing any of its
+    attributes: a key it has keeps its place with our value; new keys go before every other
+    (the oldest: a count limit evicts them first, so the span's own attributes fare exactly as
+    without us while it is open); what does not fit is counted in ``dropped`` (and put back as
+    the span ends). Str values are cut to ``max_value_len`` as the SDK cuts them."""
+    cut = store.max_value_len
+    if cut is not None:
+        values = {k: v[:cut] if type(v) is str else v for k, v in values.items()}
+    plain = store._dict
+    new = values
+    if not plain.keys().isdisjoint(values):
+        new = {}
+        for key, value in values.items():
+            if key in plain:
+                plain[key] = value
+            else:
+                new[key] = value
+    if not new:
+        return
+    maxlen = store.maxlen
+    if maxlen is not None and len(plain) + len(new) > maxlen:
+        room = max(maxlen - len(plain), 0)
+        store.dropped += len(new) - room
+        new = dict(list(new.items())[:room])
+    if plain:
+        store._dict = {**new, **plain}
     else:
-        kept, stamped = kept if type(kept) is tuple else (kept.attributes, kept)
-        _KEPT[sid] = ({**kept, **values}, stamped if scope is None else scope)
-
-
-def _bound() -> None:
-    """Make room for one record: the oldest goes (a span that never ended, most likely)."""
-    while len(_KEPT) >= _KEPT_MAX:
-        try:
-            del _KEPT[next(iter(_KEPT))]
-        except (KeyError, StopIteration, RuntimeError):  # changed by another thread meanwhile
-            return
+        plain.update(new)
 
 
 def set_ids(span: Span, values: dict) -> None:
@@ -58,20 +124,24 @@ def set_ids(span: Span, values: dict) -> None:
     ``contextId`` as the server sent it): the SDK validates them; under a count limit, an evicted
     one is put back as the span ends, as by :func:`set_trusted`."""
     span.set_attributes(values)
-    if getattr(getattr(span, "_attributes", None), "maxlen", None) is not None:
-        _keep(span, values)
+    store = getattr(span, "_attributes", None)
+    if getattr(store, "maxlen", None) is not None and span._end_time is None:
+        _keep(store, values)  # after the write: the hook took it for someone else's
 
 
 def replace_ending(span: Span, key: str, value: Optional[str]) -> None:
-    """On a span that is ending (a ``span_ending`` hook): replace the value of ``key``, which it
-    has, by ``value`` (a checked id, cut to ``max_value_len`` as the SDK cuts str values), or remove
-    it when ``value`` is None. In place: the span's store takes no API writes any more."""
+    """On a span that is ending (a ``span_ending`` hook): set ``key`` to ``value`` (a checked id, cut
+    to ``max_value_len`` as the SDK cuts str values; put back in place of another attribute when a
+    count limit evicted the key), or remove it when ``value`` is None. In place: the span's store
+    takes no API writes any more."""
     store = span._attributes
     if value is None:
         store._dict.pop(key, None)
     elif key in store._dict:
         cut = store.max_value_len
         store._dict[key] = value if cut is None else value[:cut]
+    else:
+        _restore(store, {key: value})
 
 
 def _restore(store: BoundedAttributes, kept: dict) -> None:
@@ -99,36 +169,53 @@ def attributes_of(span: Span) -> Mapping[str, Any]:
 
 def set_trusted(span: Span, values: dict, scope: Any = None) -> None:
     """Set attributes whose values are ours and already valid (checked id strings, bools) on a
-    recording span: straight into the span's attribute store when no SDK limit applies to them
-    (the SDK's per-value validation is most of a ``set_attributes`` call), else through the public
-    API, which applies the limits exactly as on every other span. Under a count limit, our ids
-    among ``values`` that the SDK evicts later are put back as the span ends (see :func:`_restore`);
-    ``scope``: the run whose stamp this is (its ``span_ending`` hook then applies to the span).
-
-    No lock: only the thread that started or is ending the span writes here, and one
-    ``dict.update`` of str keys is atomic under the GIL.
+    recording span: straight into the span's attribute store (the SDK's per-value validation is
+    most of a ``set_attributes`` call; its limits are applied here as it applies them, see
+    :func:`_put`), else through the public API (not an SDK span, or ended). A value the span has
+    is replaced (this is the adapter's decision, e.g. the run's id on its agent span). Our ids
+    among ``values`` that the SDK evicts later are put back as the span ends (see
+    :func:`_restore`); ``scope``: the run whose stamp this is (its ``span_ending`` hook then
+    applies to the span).
     """
     try:
         store = span._attributes
-        plain, maxlen = store._dict, store.maxlen
-        open_ = span._end_time is None
+        open_ = span._end_time is None and type(store) is BoundedAttributes
     except AttributeError:  # not an SDK span: the API decides
         open_ = False
-    if open_:
-        if maxlen is not None or scope is not None:
-            _keep(span, values, scope)
-        if maxlen is not None:
-            if len(plain) + len(values) > maxlen:
-                open_ = False
-        if open_ and store.max_value_len is None:
-            plain.update(values)
-            return
-    span.set_attributes(values)  # limits apply, not an SDK span, or ended: the SDK's API decides
+    if not open_:
+        span.set_attributes(values)
+        return
+    with store._lock:  # the SDK's writers hold it too: _put may replace the store's dict
+        _put(store, values)
+    if store.maxlen is not None or scope is not None:
+        _keep(store, values, scope)
+
+
+def _stamp(span: Span, store: BoundedAttributes, scope: Any) -> None:
+    """Stamp a span that has attributes from its creation: our ids it already has, or had before
+    a count limit evicted them, are the application's and stay as they are."""
+    values = scope.attributes
+    plain = store._dict
+    if not plain.keys().isdisjoint(values):
+        values = {k: v for k, v in values.items() if k not in plain}
+    if store.dropped:
+        theirs = getattr(store, _REC, None)
+        if type(theirs) is frozenset:
+            values = {k: v for k, v in values.items() if k not in theirs}
+    if values:
+        _put(store, values)
+    if values is scope.attributes:
+        setattr(store, _REC, scope)
+    else:
+        setattr(store, _REC, (values, scope))
 
 
 class IdentitySpanProcessor(SpanProcessor):
     """Adds ``gen_ai.conversation.id``, ``agent_identity.execution.id`` and ``agent_identity.delegation.id``
-    of the current :class:`~otel_agent_identity.scope.IdentityScope` to each span when it starts.
+    of the run's :class:`~otel_agent_identity.scope.IdentityScope` to each span when it starts: the
+    scope in the ``parent_context`` its ``on_start`` receives (the current context when None). An
+    id the span already has (the application's, set at its creation) is kept; nothing is stamped
+    while instrumentation is suppressed (``suppress_instrumentation``).
 
     It also runs a *finisher* on a watched span just before it ends: that is how a framework's own
     ``invoke_agent`` span gets the conversation id the service assigned during the run. Register with
@@ -136,12 +223,14 @@ class IdentitySpanProcessor(SpanProcessor):
     """
 
     def __init__(self, stamp_spans: bool = True) -> None:
+        install()
         self.enabled = True
         self.stamp_spans = stamp_spans
 
     def on_start(self, span: Span, parent_context: Optional[Context] = None) -> None:
-        scope = _SCOPE.get()
-        if scope is None or not self.enabled:
+        ctx = current_context() if parent_context is None else parent_context
+        scope = ctx.get(SCOPE_KEY)
+        if scope is None or not self.enabled or ctx.get(_SUPPRESS_INSTRUMENTATION_KEY) or ctx.get(_SUPPRESS_PLAIN):
             return
         claim = scope.claim_agent_span
         if claim is not None and span.name.startswith("invoke_agent"):
@@ -154,38 +243,44 @@ class IdentitySpanProcessor(SpanProcessor):
         attributes = scope.attributes
         if not attributes or not self.stamp_spans:
             return
-        try:  # set_trusted's common case inline (this runs for every span inside a run)
+        try:
             store = span._attributes
-            if type(store) is BoundedAttributes and store.max_value_len is None and span._end_time is None:
-                plain, maxlen = store._dict, store.maxlen
-                if maxlen is None or len(plain) + len(attributes) <= maxlen:
-                    plain.update(attributes)
-                    if maxlen is not None or scope.span_ending is not None:
-                        if len(_KEPT) >= _KEPT_MAX:
-                            _bound()
-                        _KEPT[span._context.span_id] = scope
+            if type(store) is BoundedAttributes and span._end_time is None:
+                if store._dict or store.dropped or store.max_value_len is not None:
+                    _stamp(span, store, scope)  # attributes from its creation: theirs win
                     return
-        except AttributeError:
-            pass
+                maxlen = store.maxlen  # the common case inline (this runs for every span inside a run)
+                if maxlen is None or len(attributes) <= maxlen:
+                    store._dict.update(attributes)
+                    if maxlen is not None or scope.span_ending is not None:
+                        store._agent_identity = scope
+                    return
+        except Exception:  # noqa: BLE001 - never break span creation
+            _logger.debug("otel-agent-identity: could not stamp a span", exc_info=True)
+            return
         set_trusted(span, attributes, scope)
 
     def _on_ending(self, span: Span) -> None:
         """The SDK's hook as a span ends (end time set, before any processor's ``on_end``): our ids
-        that the attribute count limit evicted are put back; a span whose conversation id is not
-        the run's any more goes to the run's ``span_ending`` hook (see
-        :class:`~otel_agent_identity.scope.IdentityScope`)."""
+        that the attribute count limit evicted are put back (never one the application wrote
+        itself); a span whose conversation id is not the run's any more goes to the run's
+        ``span_ending`` hook (see :class:`~otel_agent_identity.scope.IdentityScope`)."""
         try:
-            kept = _KEPT.pop(span._context.span_id, None)
-            if kept is None:
+            store = span._attributes
+            rec = getattr(store, _REC, None)
+            if rec is None:
                 return
-            if type(kept) is tuple:
-                kept, scope = kept
+            if type(rec) is tuple:
+                kept, scope = rec
+            elif type(rec) is frozenset:
+                return
             else:  # a stamp: the scope itself
-                scope = kept
-                if scope.span_ending is None and not span._attributes.dropped:
+                scope = rec
+                if scope.span_ending is None and not store.dropped:
+                    store._agent_identity = None
                     return  # the common case: nothing evicted, no hook
                 kept = scope.attributes
-            store = span._attributes
+            store._agent_identity = None
             if store.dropped:
                 _restore(store, kept)
             if scope is not None and scope.span_ending is not None and \
