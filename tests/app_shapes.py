@@ -48,21 +48,23 @@ def run_shape(shape: str) -> None:
     SHAPES[shape](trace.get_tracer("app"))
 
 
-def bare(shape: str, limit: Optional[int]) -> dict[str, Any]:
-    """The attributes the SDK alone gives the shape's span under ``max_span_attributes=limit``."""
+def bare(shape: str, limit: Optional[int], length: Optional[int] = None) -> dict[str, Any]:
+    """The attributes the SDK alone gives the shape's span under ``max_span_attributes=limit``
+    (and ``max_span_attribute_length=length``)."""
     exporter = InMemorySpanExporter()
-    provider = TracerProvider(span_limits=SpanLimits(max_span_attributes=limit))
+    provider = TracerProvider(span_limits=SpanLimits(max_span_attributes=limit, max_span_attribute_length=length))
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     SHAPES[shape](provider.get_tracer("app"))
     (span,) = exporter.get_finished_spans()
     return dict(span.attributes)
 
 
-def check(span, shape: str, limit: Optional[int], execution_id: str) -> None:
+def check(span, shape: str, limit: Optional[int], execution_id: str, length: Optional[int] = None) -> None:
     """The exported app span: the application's conversation id as the SDK alone leaves it, its
     other attributes as the SDK alone leaves them (some may give way to our execution id, only
     under a count limit), our execution id the run's when present (always without a limit)."""
-    truth = bare(shape, limit)
+    truth = bare(shape, limit, length)
+    execution_id = execution_id[:length] if length is not None else execution_id
     got = dict(span.attributes)
     assert got.get(CONV) == truth.get(CONV), (shape, limit, got)
     theirs = {k: v for k, v in got.items() if k not in OURS}

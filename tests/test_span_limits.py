@@ -5,10 +5,12 @@ once it ended (the record lives on the span's attribute store, see ``span_proces
 
 from __future__ import annotations
 
+import pytest
 from opentelemetry.sdk.trace import SpanLimits, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from app_shapes import LIMITS, SHAPES, check
 from otel_agent_identity.scope import IdentityScope, attach, detach
 from otel_agent_identity.span_processor import IdentitySpanProcessor
 
@@ -101,3 +103,29 @@ def test_leaked_spans_do_not_cost_a_live_span_its_ids():
     live.end()
     (span,) = exporter.get_finished_spans()
     assert span.attributes[CONV] == "conv_limits" and span.attributes[EXEC] == "e" * 32 and len(span.attributes) == 3
+
+
+@pytest.mark.parametrize("length", [None, 4])
+@pytest.mark.parametrize("limit", LIMITS)
+@pytest.mark.parametrize("shape", list(SHAPES))
+def test_the_applications_own_id_wins_under_any_count_or_length_limit(shape, limit, length):
+    """Issue 22: set at the span's creation, or later, then crowded out or not: the exporter sees
+    the application's value exactly as the SDK alone leaves it, never ours in its place."""
+    tracer, exporter = _provider(max_span_attributes=limit, max_span_attribute_length=length)
+    _in_scope(lambda: SHAPES[shape](tracer))
+    (span,) = exporter.get_finished_spans()
+    check(span, shape, limit, "e" * 32, length)
+    assert not _recorded(span)
+
+
+def test_uninstrument_gives_the_sdk_its_own_attribute_write_back(tracer_provider):
+    from opentelemetry.attributes import BoundedAttributes
+
+    from otel_agent_identity import AgentIdentityInstrumentor
+
+    inst = AgentIdentityInstrumentor()
+    inst.instrument(tracer_provider=tracer_provider)
+    hooked = BoundedAttributes._setitem_locked
+    assert hooked._agent_identity_original is not None
+    inst.uninstrument()
+    assert BoundedAttributes._setitem_locked is hooked._agent_identity_original

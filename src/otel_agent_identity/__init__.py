@@ -31,7 +31,7 @@ from opentelemetry import trace
 from opentelemetry.instrumentation.dependencies import get_dependency_conflicts
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor
 
-from otel_agent_identity import boundary, metrics
+from otel_agent_identity import boundary, metrics, span_processor
 from otel_agent_identity._runs import RunHandler
 from otel_agent_identity.adapters import ADAPTERS, GUARDS
 from otel_agent_identity.config import Config
@@ -116,6 +116,7 @@ class AgentIdentityInstrumentor(BaseInstrumentor):
         if self._handler is not None:
             self._handler.processor.enabled = False  # a provider cannot drop a processor; it goes quiet
             self._handler = None
+        span_processor.uninstall()
 
 
 def _load_adapter(name: str, module_name: str):

@@ -210,7 +210,7 @@ def new_execution_id(framework_run_id: Optional[str] = None) -> str:
     else 128 random bits as 32 hex characters.
 
     The supplied id applies to the first run started in the ``with`` block, in any task or thread
-    that inherited its context; every other run, nested or concurrent, gets its own id.
+    that carries its OpenTelemetry ``Context``; every other run, nested or concurrent, gets its own id.
     """
     if framework_run_id and _checked("a framework run id", framework_run_id, remember=False):
         return framework_run_id

@@ -58,10 +58,10 @@ def _written(store: BoundedAttributes, key: str) -> None:
 def install() -> None:
     """Hook the SDK's attribute write (``BoundedAttributes._setitem_locked``, every write of a
     span's attributes, at creation or later, goes through it) at the class: after the SDK's own
-    write, a write of one of our keys is noted by :func:`_written`. Once; kept for the process
-    (a write of any other key pays one frozenset lookup). An SDK without that method (outside the
-    supported range) gets no hook: an application's id set later can then be evicted and ours put
-    back as the span ends."""
+    write, a write of one of our keys is noted by :func:`_written`. Once (until :func:`uninstall`);
+    a write of any other key pays one call and one frozenset lookup. An SDK without that method
+    (outside the supported range) gets no hook: an application's id set after the span's start can
+    then be evicted and ours put back as the span ends."""
     original = BoundedAttributes.__dict__.get("_setitem_locked")
     if original is None or getattr(original, "_agent_identity_original", None) is not None:
         return
@@ -76,6 +76,14 @@ def install() -> None:
     BoundedAttributes._setitem_locked = _setitem_locked
 
 
+def uninstall() -> None:
+    """Undo :func:`install` (``uninstrument()``): the SDK's own write again."""
+    hooked = BoundedAttributes.__dict__.get("_setitem_locked")
+    original = getattr(hooked, "_agent_identity_original", None)
+    if original is not None:
+        BoundedAttributes._setitem_locked = original
+
+
 def _keep(store: BoundedAttributes, values: dict, scope: Any = None) -> None:
     """Record ``values`` (ours, just written on ``store``) to put back at the span's end if the
     count limit evicts them, and the run's ``scope`` (a stamp) for its ``span_ending`` hook."""
@@ -88,12 +96,14 @@ def _keep(store: BoundedAttributes, values: dict, scope: Any = None) -> None:
         setattr(store, _REC, ({**rec.attributes, **values}, rec if scope is None else scope))
 
 
-def _put(store: BoundedAttributes, values: dict) -> None:
-    """Write ``values`` (ours, checked) into an open span's ``store`` without displacing any of its
-    attributes: a key it has keeps its place with our value; new keys go before every other
-    (the oldest: a count limit evicts them first, so the span's own attributes fare exactly as
-    without us while it is open); what does not fit is counted in ``dropped`` (and put back as
-    the span ends). Str values are cut to ``max_value_len`` as the SDK cuts them."""
+def _put(store: BoundedAttributes, values: dict, displace: bool = False) -> None:
+    """Write ``values`` (ours, checked) into an open span's ``store``: a key it has keeps its place
+    with our value; new keys go before every other (the oldest: a count limit evicts them first,
+    so the span's own attributes fare as without us while it is open). When they do not all fit
+    under the count limit: with ``displace``, the oldest attributes that are not ids
+    (:data:`PROTECTED`) make room, as the SDK's eviction would; else the ones that do not fit are
+    not written (put back as the span ends). Either way counted in ``dropped``. Str values are cut
+    to ``max_value_len`` as the SDK cuts them."""
     cut = store.max_value_len
     if cut is not None:
         values = {k: v[:cut] if type(v) is str else v for k, v in values.items()}
@@ -110,9 +120,15 @@ def _put(store: BoundedAttributes, values: dict) -> None:
         return
     maxlen = store.maxlen
     if maxlen is not None and len(plain) + len(new) > maxlen:
-        room = max(maxlen - len(plain), 0)
-        store.dropped += len(new) - room
-        new = dict(list(new.items())[:room])
+        excess = len(plain) + len(new) - maxlen
+        if displace:
+            for victim in [k for k in plain if k not in PROTECTED][:excess]:
+                del plain[victim]
+                store.dropped += 1
+                excess -= 1
+        if excess:
+            store.dropped += excess
+            new = dict(list(new.items())[:len(new) - excess])
     if plain:
         store._dict = {**new, **plain}
     else:
@@ -170,9 +186,10 @@ def attributes_of(span: Span) -> Mapping[str, Any]:
 def set_trusted(span: Span, values: dict, scope: Any = None) -> None:
     """Set attributes whose values are ours and already valid (checked id strings, bools) on a
     recording span: straight into the span's attribute store (the SDK's per-value validation is
-    most of a ``set_attributes`` call; its limits are applied here as it applies them, see
-    :func:`_put`), else through the public API (not an SDK span, or ended). A value the span has
-    is replaced (this is the adapter's decision, e.g. the run's id on its agent span). Our ids
+    most of a ``set_attributes`` call; its limits are applied here, see :func:`_put`), else
+    through the public API (not an SDK span, or ended). A value the span has is replaced (this is
+    the adapter's decision, e.g. the run's id on its agent span); under a full count limit, the
+    oldest attributes that are not ids make room. Our ids
     among ``values`` that the SDK evicts later are put back as the span ends (see
     :func:`_restore`); ``scope``: the run whose stamp this is (its ``span_ending`` hook then
     applies to the span).
@@ -186,7 +203,7 @@ def set_trusted(span: Span, values: dict, scope: Any = None) -> None:
         span.set_attributes(values)
         return
     with store._lock:  # the SDK's writers hold it too: _put may replace the store's dict
-        _put(store, values)
+        _put(store, values, displace=True)
     if store.maxlen is not None or scope is not None:
         _keep(store, values, scope)
 

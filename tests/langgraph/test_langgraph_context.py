@@ -86,7 +86,8 @@ def test_explicit_parent_context_carries_the_ids_it_was_captured_with(instrument
     counter_graph("run_b", node=in_b).invoke({"x": 0}, {"configurable": {"thread_id": "conv-b"}})
     spans = _by_name(exporter.get_finished_spans())
     a, b = spans["invoke_agent run_a"], spans["invoke_agent run_b"]
-    assert _ids(spans["from a"]) == ("conv-a", a.attributes[EXEC]) and spans["from a"].parent.span_id == a.context.span_id
+    assert _ids(spans["from a"]) == ("conv-a", a.attributes[EXEC])
+    assert spans["from a"].parent.span_id == a.context.span_id
     assert _ids(spans["from before"]) == (None, None)
     assert _ids(spans["current b"]) == ("conv-b", b.attributes[EXEC])
 
