@@ -205,11 +205,14 @@ class Run:
         (and, for a run with its own span, the context the run started in with its span and scope).
         Returns the token for :meth:`exit`."""
         ctx = self._ctx
-        if ctx is None or self.span is None:  # the scope on top of whatever is current now
+        if ctx is None:  # the scope on top of whatever is current now
             base = current_context()
-            if ctx is None or base is not self._base:  # Contexts are immutable: the same one, the same result
-                self._ctx = ctx = with_value(base, SCOPE_KEY, self.scope)
-                self._base = base
+            cached = self._base  # (base, ctx), read and written as one: tasks and threads may enter at once
+            if cached is not None and cached[0] is base:  # Contexts are immutable: the same one, the same result
+                ctx = cached[1]
+            else:
+                ctx = with_value(base, SCOPE_KEY, self.scope)
+                self._base = (base, ctx)
         return attach_context(ctx)
 
     def exit(self, token: Any) -> None:
