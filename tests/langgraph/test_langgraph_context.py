@@ -15,6 +15,7 @@ from opentelemetry import context, trace
 from opentelemetry.instrumentation.utils import suppress_instrumentation
 
 from app_shapes import LIMITS, NAME, SHAPES, check, run_shape
+import otel_agent_identity
 from otel_agent_identity import AgentIdentityInstrumentor
 
 tracer = trace.get_tracer("lg-context-tests")
@@ -42,6 +43,24 @@ def test_worker_span_inside_a_run_has_its_ids_and_the_reused_worker_outside_none
     assert _ids(spans["worker in run"]) == ("conv-pool", run.attributes[EXEC])
     assert spans["worker in run"].parent.span_id == run.context.span_id
     assert _ids(spans["worker after"]) == (None, None)
+
+
+def test_public_api_goes_with_the_context_to_a_worker(instrumentor, exporter, submit):
+    """``execution()`` before a run handed to a worker, ``conversation_id()``/``current_scope()`` in one."""
+    seen = {}
+
+    def node(s):
+        seen["conversation"] = submit(pool, otel_agent_identity.conversation_id).result(10)
+        seen["scope"] = submit(pool, otel_agent_identity.current_scope).result(10)
+        return {"x": s["x"] + 1}
+
+    with ThreadPoolExecutor(max_workers=1) as pool, ThreadPoolExecutor(max_workers=1) as runs, \
+            otel_agent_identity.execution("job-42"):
+        graph = counter_graph("supplied", node=node)
+        submit(runs, graph.invoke, {"x": 0}, {"configurable": {"thread_id": "conv-api"}}).result(10)
+    (run,) = agent_spans(exporter.get_finished_spans())
+    assert run.attributes[EXEC] == "job-42" and seen["conversation"] == "conv-api"
+    assert seen["scope"].execution_id == "job-42"
 
 
 def test_two_concurrent_runs_on_a_two_thread_pool_stamp_only_their_own_ids(instrumentor, exporter, submit):
