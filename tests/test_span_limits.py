@@ -11,6 +11,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from app_shapes import LIMITS, SHAPES, check
+from otel_agent_identity import span_processor
 from otel_agent_identity.scope import IdentityScope, attach, detach
 from otel_agent_identity.span_processor import IdentitySpanProcessor
 
@@ -129,3 +130,21 @@ def test_uninstrument_gives_the_sdk_its_own_attribute_write_back(tracer_provider
     assert hooked._agent_identity_original is not None
     inst.uninstrument()
     assert BoundedAttributes._setitem_locked is hooked._agent_identity_original
+
+
+def test_an_sdk_attribute_write_of_another_shape_is_wrapped(monkeypatch):
+    """An SDK whose write is not the one this package knows gets a wrapper around it: same result."""
+    from opentelemetry.attributes import BoundedAttributes
+
+    span_processor.uninstall()
+    monkeypatch.setattr(span_processor, "_same_code", lambda a, b: False)
+    try:
+        tracer, exporter = _provider(max_span_attributes=4)  # the processor installs the hook
+        assert BoundedAttributes._setitem_locked is not span_processor._setitem_noted
+        for shape in SHAPES:
+            _in_scope(lambda: SHAPES[shape](tracer))
+            (span,) = exporter.get_finished_spans()
+            check(span, shape, 4, "e" * 32)
+            exporter.clear()
+    finally:
+        span_processor.uninstall()
