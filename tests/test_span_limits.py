@@ -148,3 +148,18 @@ def test_an_sdk_attribute_write_of_another_shape_is_wrapped(monkeypatch):
             exporter.clear()
     finally:
         span_processor.uninstall()
+
+
+def test_nothing_is_stamped_while_instrumentation_is_suppressed_inside_a_run():
+    from opentelemetry.instrumentation.utils import suppress_instrumentation
+
+    tracer, exporter = _provider()
+
+    def inside():
+        with suppress_instrumentation():
+            tracer.start_span("quiet").end()
+        tracer.start_span("loud").end()
+
+    _in_scope(inside)
+    quiet, loud = exporter.get_finished_spans()
+    assert not set(quiet.attributes) & {CONV, EXEC} and loud.attributes[CONV] == "conv_limits"

@@ -177,16 +177,20 @@ def detach_context(token: Token) -> None:
 
 
 def with_value(ctx: Context, key: str, value: Any) -> Context:
-    """``ctx`` with ``key`` set to ``value`` (``opentelemetry.context.set_value``, one copy)."""
+    """``ctx`` with ``key`` set to ``value`` (``opentelemetry.context.set_value``)."""
     return Context({**ctx, key: value})
 
 
+#: the context keys of ``opentelemetry.instrumentation.utils.suppress_instrumentation`` (and the
+#: plain one older code sets; ``is_instrumentation_enabled`` reads both)
+SUPPRESS_KEY, SUPPRESS_KEY_PLAIN = _SUPPRESS_INSTRUMENTATION_KEY, "suppress_instrumentation"
+
+
 def suppressed() -> bool:
-    """Whether instrumentation is suppressed in the current ``Context``
-    (``opentelemetry.instrumentation.utils.suppress_instrumentation``, or the plain
-    ``"suppress_instrumentation"`` key older code sets): our wrappers then pass every call through."""
+    """Whether instrumentation is suppressed in the current ``Context`` (see :data:`SUPPRESS_KEY`):
+    our wrappers then pass every call through."""
     ctx = current_context()
-    return bool(ctx.get(_SUPPRESS_INSTRUMENTATION_KEY) or ctx.get("suppress_instrumentation"))
+    return bool(ctx.get(SUPPRESS_KEY) or ctx.get(SUPPRESS_KEY_PLAIN))
 
 
 def current_scope() -> Optional[IdentityScope]:

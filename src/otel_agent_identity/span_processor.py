@@ -16,11 +16,10 @@ from typing import Any, Callable, Mapping, Optional
 
 from opentelemetry.attributes import BoundedAttributes
 from opentelemetry.context import Context
-from opentelemetry.instrumentation.utils import _SUPPRESS_INSTRUMENTATION_KEY
 from opentelemetry.sdk.trace import Span, SpanProcessor
 
 from otel_agent_identity import attributes as attrs
-from otel_agent_identity.scope import SCOPE_KEY, current_context
+from otel_agent_identity.scope import SCOPE_KEY, SUPPRESS_KEY, SUPPRESS_KEY_PLAIN, current_context
 
 _logger = logging.getLogger(__name__)
 
@@ -29,7 +28,6 @@ Finisher = Callable[[Span], None]
 #: when they were ours, they are put back as the span ends, in place of others
 PROTECTED = frozenset({attrs.GEN_AI_CONVERSATION_ID, attrs.EXECUTION_ID, attrs.DELEGATION_ID,
                        attrs.PARENT_EXECUTION_ID, attrs.PARENT_CONVERSATION_ID})
-_SUPPRESS_PLAIN = "suppress_instrumentation"  # the context key older contrib code sets (utils checks both)
 #: the record on a span's ``BoundedAttributes`` (an instance attribute; the class is untouched) of
 #: what we own there, for the span's end (:meth:`IdentitySpanProcessor._on_ending`): the run's
 #: scope (a stamp: ``scope.attributes``), or ``(our attributes, the run's scope or None)``; or a
@@ -284,7 +282,7 @@ class IdentitySpanProcessor(SpanProcessor):
     def on_start(self, span: Span, parent_context: Optional[Context] = None) -> None:
         ctx = current_context() if parent_context is None else parent_context
         scope = ctx.get(SCOPE_KEY)
-        if scope is None or not self.enabled or ctx.get(_SUPPRESS_INSTRUMENTATION_KEY) or ctx.get(_SUPPRESS_PLAIN):
+        if scope is None or not self.enabled or ctx.get(SUPPRESS_KEY) or ctx.get(SUPPRESS_KEY_PLAIN):
             return
         claim = scope.claim_agent_span
         if claim is not None and span.name.startswith("invoke_agent"):
