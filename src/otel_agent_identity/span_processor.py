@@ -298,15 +298,21 @@ class IdentitySpanProcessor(SpanProcessor):
         try:
             store = span._attributes
             if type(store) is BoundedAttributes and span._end_time is None:
-                if store._dict or store.dropped or store.max_value_len is not None:
-                    _stamp(span, store, scope)  # attributes from its creation: theirs win
-                    return
-                maxlen = store.maxlen  # the common case inline (this runs for every span inside a run)
-                if maxlen is None or len(attributes) <= maxlen:
-                    store._dict.update(attributes)
+                plain, maxlen = store._dict, store.maxlen  # the common cases inline (every span in a run)
+                if not store.dropped and store.max_value_len is None and \
+                        (maxlen is None or len(plain) + len(attributes) <= maxlen):
+                    if not plain:
+                        plain.update(attributes)
+                    elif plain.keys().isdisjoint(attributes):
+                        store._dict = {**attributes, **plain}  # ours first: a count limit evicts them first
+                    else:
+                        _stamp(span, store, scope)  # it has one of our ids from its creation: theirs wins
+                        return
                     if maxlen is not None or scope.span_ending is not None:
                         store._agent_identity = scope
                     return
+                _stamp(span, store, scope)
+                return
         except Exception:  # noqa: BLE001 - never break span creation
             _logger.debug("otel-agent-identity: could not stamp a span", exc_info=True)
             return
