@@ -31,14 +31,14 @@ from opentelemetry import trace
 from opentelemetry.instrumentation.dependencies import get_dependency_conflicts
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor
 
-from otel_agent_identity import boundary, metrics
+from otel_agent_identity import boundary, metrics, span_processor
 from otel_agent_identity.boundary import Upstream, upstream
 from otel_agent_identity._runs import RunHandler
 from otel_agent_identity.adapters import ADAPTERS, GUARDS
 from otel_agent_identity.config import Config
 from otel_agent_identity.continuity import conversation_id, new_conversation, resumed
 from otel_agent_identity.extractors import ExtractorRegistry, RunCall, register_extractor, registry
-from otel_agent_identity.scope import current_scope, delegation, execution
+from otel_agent_identity.scope import current_scope, delegation, execution, suppressed
 from otel_agent_identity.span_processor import IdentitySpanProcessor
 from otel_agent_identity.version import __version__
 
@@ -72,6 +72,13 @@ class AgentIdentityInstrumentor(BaseInstrumentor):
 
     _handler: RunHandler | None = None
     _adapters: list = []
+
+    def instrument(self, **kwargs: Any) -> Any:
+        """As :meth:`BaseInstrumentor.instrument`; while instrumentation is suppressed
+        (``opentelemetry.instrumentation.utils.suppress_instrumentation``) it changes nothing."""
+        if suppressed():
+            return None
+        return super().instrument(**kwargs)
 
     def instrumentation_dependencies(self) -> Collection[str]:
         return ()  # each adapter checks its own framework
@@ -113,6 +120,7 @@ class AgentIdentityInstrumentor(BaseInstrumentor):
         if self._handler is not None:
             self._handler.processor.enabled = False  # a provider cannot drop a processor; it goes quiet
             self._handler = None
+        span_processor.uninstall()
 
 
 def _load_adapter(name: str, module_name: str):

@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 import wrapt
-from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.semconv.attributes.error_attributes import ERROR_TYPE
 from opentelemetry.trace import SpanKind, Status, StatusCode
@@ -26,7 +25,8 @@ from otel_agent_identity import attributes as attrs
 from otel_agent_identity import continuity, metrics
 from otel_agent_identity.boundary import check_served
 from otel_agent_identity.extractors import SOURCE_FRAMEWORK, SOURCE_SERVICE, Extracted, Extractor, ExtractorRegistry, RunCall
-from otel_agent_identity.scope import _SCOPE, IdentityScope, current_scope, new_execution_id
+from otel_agent_identity.scope import (SCOPE_KEY, IdentityScope, attach_context, current_context, current_scope,
+                                      detach_context, new_execution_id, suppressed, with_value)
 from otel_agent_identity.span_processor import IdentitySpanProcessor, attributes_of, set_trusted
 
 _logger = logging.getLogger(__name__)
@@ -110,7 +110,8 @@ class RunHandler:
         claim: bool = True,
         recheck: bool = True,
     ) -> Optional["Run"]:
-        """Begin a run; None if anything failed here (the caller then runs the original, bare).
+        """Begin a run; None if anything failed here, or while instrumentation is suppressed
+        (``suppress_instrumentation``): the caller then runs the original, bare.
 
         Args:
             span: create this span; None when the framework emits its own ``invoke_agent`` span,
@@ -130,6 +131,8 @@ class RunHandler:
                 registered override is always asked again.
         """
         try:
+            if suppressed():
+                return None
             if not self._attached and self.provider is not None:
                 self.attach_processor(self.provider)
             return Run(self, framework, agent, session, args, kwargs, rule, span, run_id, delegation_id, agent_step,
@@ -150,7 +153,7 @@ class Run:
     """
 
     __slots__ = ("_h", "_agent", "_session", "_rule", "_agent_step", "_call", "_pre", "_resumed", "scope", "_finished",
-                 "span", "_spec", "_ctx", "_own_story", "_recheck", "__weakref__")
+                 "span", "_spec", "_ctx", "_base", "_own_story", "_recheck", "__weakref__")
 
     @property
     def call_kwargs(self) -> dict:
@@ -162,7 +165,8 @@ class Run:
         self._h = handler
         self._resumed, self._recheck = resumed, recheck
         self._agent, self._session, self._rule, self._agent_step = agent, session, rule, agent_step
-        outer = _SCOPE.get()
+        base = current_context()
+        outer = base.get(SCOPE_KEY)
         self._call = call = _tuple_new(RunCall, (framework, args, kwargs, "before", None, outer))
         self._pre = pre = handler.registry.extract(agent, session, call, rule, agent_step)
         session_id = None
@@ -193,40 +197,43 @@ class Run:
             self._own_story = continuity.new_conversation_declared()
         self._finished = False
         self._spec = span_spec
-        self.span = self._ctx = None
+        self.span = self._ctx = self._base = None
         if span_spec is None:
             if claim:
                 scope.claim_agent_span = self._claim
             return
-        token = _SCOPE.set(None)  # the span gets this run's ids below, not the enclosing run's
-        try:
-            self.span = span = handler.tracer.start_span(span_spec.name, kind=span_spec.kind,
-                                                         attributes=span_spec.attributes)
-        finally:
-            _SCOPE.reset(token)
+        # the span gets this run's ids below, not the enclosing run's; its parent is the current span
+        self.span = span = handler.tracer.start_span(
+            span_spec.name, context=None if outer is None else with_value(base, SCOPE_KEY, None),
+            kind=span_spec.kind, attributes=span_spec.attributes)
         set_trusted(span, self._first_attributes())
-        self._ctx = trace.set_span_in_context(span)
+        self._ctx = trace.set_span_in_context(span, with_value(base, SCOPE_KEY, scope))
 
     # -- scope -------------------------------------------------------------------------------
-    def enter(self) -> tuple:
+    def enter(self) -> Any:
+        """Make the run's OpenTelemetry ``Context`` current: the current one with the run's scope
+        (and, for a run with its own span, the context the run started in with its span and scope).
+        Returns the token for :meth:`exit`."""
         ctx = self._ctx
-        return _SCOPE.set(self.scope), None if ctx is None else otel_context.attach(ctx)
+        if ctx is None:  # the scope on top of whatever is current now
+            base = current_context()
+            cached = self._base  # (base, ctx), read and written as one: tasks and threads may enter at once
+            if cached is not None and cached[0] is base:  # Contexts are immutable: the same one, the same result
+                ctx = cached[1]
+            else:
+                ctx = with_value(base, SCOPE_KEY, self.scope)
+                self._base = (base, ctx)
+        return attach_context(ctx)
 
-    def exit(self, tokens: tuple) -> None:
-        scope_token, ctx_token = tokens
-        if ctx_token is not None:
-            try:
-                otel_context.detach(ctx_token)
-            except Exception:  # noqa: BLE001
-                pass
-        try:
-            _SCOPE.reset(scope_token)
-        except ValueError:  # created in another context (a stream finished in another task)
-            pass
+    def exit(self, token: Any) -> None:
+        """Restore the ``Context`` that was current before :meth:`enter` (a token from another
+        context, e.g. a stream finished in another task, is ignored)."""
+        detach_context(token)
 
     def context(self) -> contextvars.Context:
-        """A copy of the current context in which this run's scope (and span) are current, for
-        work run with ``Context.run`` (a generator's steps): no attach or detach per piece."""
+        """A copy of the current ``contextvars`` context in which this run's OpenTelemetry
+        ``Context`` (its scope, and span) is current, for work run with ``Context.run`` (a
+        generator's steps): no attach or detach per piece."""
         ctx = contextvars.copy_context()
         ctx.run(self.enter)  # the tokens are not needed: the context is the run's own
         return ctx

@@ -25,7 +25,6 @@ import threading
 import time
 from collections import OrderedDict
 from contextlib import contextmanager
-from contextvars import ContextVar
 from typing import Any, Iterator, Optional
 
 from opentelemetry import context as otel_context
@@ -40,7 +39,7 @@ MAX_AGENTS_PER_CONVERSATION = 16
 MAX_DELEGATIONS = 4096
 IDLE_SECONDS = 1800.0
 
-_NEW_CONVERSATION: ContextVar[bool] = ContextVar("otel_agent_identity_new_conversation", default=False)
+_NEW_CONVERSATION = otel_context.create_key("agent_identity.new_conversation")
 _SERVING_REQUESTED = otel_context.create_key("agent_identity.serving_requested")
 _SERVED_DELEGATION = otel_context.create_key("agent_identity.served_delegation")
 _serving_delegations = False  # no inbound request carried a delegation key yet: note_execution returns at once
@@ -58,16 +57,18 @@ def new_conversation() -> Iterator[None]:
         with otel_agent_identity.new_conversation():
             await specialist.run("start over: ...")   # A2AAgent without the previous session
     """
-    token = _NEW_CONVERSATION.set(True)
+    from otel_agent_identity.scope import attach_context, current_context, detach_context, with_value
+
+    token = attach_context(with_value(current_context(), _NEW_CONVERSATION, True))
     try:
         yield
     finally:
-        _NEW_CONVERSATION.reset(token)
+        detach_context(token)
 
 
 def new_conversation_declared() -> bool:
-    """Whether the caller is inside :func:`new_conversation`."""
-    return _NEW_CONVERSATION.get()
+    """Whether the caller is inside :func:`new_conversation` (in its OpenTelemetry ``Context``)."""
+    return bool(otel_context.get_value(_NEW_CONVERSATION))
 
 
 class _Serving:

@@ -1,7 +1,11 @@
 """The identity scope of the current run, and the public API to supply ids.
 
-A scope is one immutable snapshot in a contextvar, so asyncio tasks and threads each see their own
-run's ids. Applications may supply ids for the next run or hop:
+The run's scope is a value in the OpenTelemetry ``Context`` (under :data:`SCOPE_KEY`), so it goes
+wherever that context goes, and nowhere else: asyncio tasks, ``contextvars.copy_context().run``,
+executors, ``opentelemetry-instrumentation-threading``, a worker's ``context.attach(captured)``, an
+explicit ``context=`` when a span is started. A span started outside every run, or under a context
+captured before the run began, carries none of its ids. The ids supplied for the next run or hop
+travel the same way. Applications may supply them:
 
     with otel_agent_identity.execution("job-42"):
         await agent.run("...")
@@ -20,6 +24,10 @@ from contextlib import contextmanager
 from contextvars import ContextVar, Token
 from random import getrandbits  # as OTel's RandomIdGenerator: unique, reseeded after fork
 from typing import Any, Callable, Iterator, Optional
+
+from opentelemetry import context as otel_context
+from opentelemetry.context import Context
+from opentelemetry.instrumentation.utils import _SUPPRESS_INSTRUMENTATION_KEY
 
 from otel_agent_identity import attributes as attrs
 from otel_agent_identity import continuity
@@ -133,29 +141,72 @@ class IdentityScope:
         self.attributes = a
 
 
-_SCOPE: ContextVar[Optional[IdentityScope]] = ContextVar("otel_agent_identity_scope", default=None)
-#: a one-element list shared by every task and thread copied from the with-block's context, so the
-#: supplied id goes to exactly one run, whichever starts first
-_NEXT_EXECUTION_ID: ContextVar[Optional[list]] = ContextVar("otel_agent_identity_next_execution", default=None)
-_NEXT_DELEGATION_ID: ContextVar[Optional[str]] = ContextVar("otel_agent_identity_next_delegation", default=None)
+#: the run's :class:`IdentityScope` in an OpenTelemetry ``Context``
+SCOPE_KEY = otel_context.create_key("agent_identity.scope")
+#: a one-element list shared by every task and thread that carries the with-block's context, so
+#: the supplied id goes to exactly one run, whichever starts first
+_NEXT_EXECUTION_ID = otel_context.create_key("agent_identity.next_execution_id")
+_NEXT_DELEGATION_ID = otel_context.create_key("agent_identity.next_delegation_id")
+
+
+def _runtime_var() -> Optional[ContextVar]:
+    """The contextvar that holds the current OpenTelemetry ``Context`` with the default runtime
+    context (``contextvars_context``): read and set directly, one C call each; None with another
+    ``OTEL_PYTHON_CONTEXT`` (the API's functions are used then)."""
+    var = getattr(getattr(otel_context, "_RUNTIME_CONTEXT", None), "_current_context", None)
+    return var if type(var) is ContextVar else None
+
+
+_CURRENT = _runtime_var()
+#: the current OpenTelemetry ``Context`` (``opentelemetry.context.get_current()``)
+current_context: Callable[[], Context] = otel_context.get_current if _CURRENT is None else _CURRENT.get
+#: make a ``Context`` current; returns the token for :func:`detach_context`
+attach_context: Callable[[Context], Token] = otel_context.attach if _CURRENT is None else _CURRENT.set
+
+
+def detach_context(token: Token) -> None:
+    """Restore the ``Context`` that was current before :func:`attach_context`; a token made in
+    another ``contextvars`` context (a stream finished in another task) is ignored."""
+    if _CURRENT is None:
+        otel_context.detach(token)
+        return
+    try:
+        _CURRENT.reset(token)
+    except ValueError:  # created in another context
+        pass
+
+
+def with_value(ctx: Context, key: str, value: Any) -> Context:
+    """``ctx`` with ``key`` set to ``value`` (``opentelemetry.context.set_value``)."""
+    return Context({**ctx, key: value})
+
+
+#: the context keys of ``opentelemetry.instrumentation.utils.suppress_instrumentation`` (and the
+#: plain one older code sets; ``is_instrumentation_enabled`` reads both)
+SUPPRESS_KEY, SUPPRESS_KEY_PLAIN = _SUPPRESS_INSTRUMENTATION_KEY, "suppress_instrumentation"
+
+
+def suppressed() -> bool:
+    """Whether instrumentation is suppressed in the current ``Context`` (see :data:`SUPPRESS_KEY`):
+    our wrappers then pass every call through."""
+    ctx = current_context()
+    return bool(ctx.get(SUPPRESS_KEY) or ctx.get(SUPPRESS_KEY_PLAIN))
 
 
 def current_scope() -> Optional[IdentityScope]:
-    """The scope of the run the caller is in, or None outside any instrumented run."""
-    return _SCOPE.get()
+    """The scope of the run the caller is in (from the current OpenTelemetry ``Context``), or None
+    outside any instrumented run."""
+    return current_context().get(SCOPE_KEY)
 
 
 def attach(scope: Optional[IdentityScope]) -> Token:
-    """Make ``scope`` current; pass the token to :func:`detach`. Supplied ids are consumed by it."""
-    return _SCOPE.set(scope)
+    """Make ``scope`` current (in a new current ``Context``); pass the token to :func:`detach`."""
+    return attach_context(with_value(current_context(), SCOPE_KEY, scope))
 
 
 def detach(token: Token) -> None:
     """Restore the scope that was current before :func:`attach`; a token from another context is ignored."""
-    try:
-        _SCOPE.reset(token)
-    except ValueError:  # created in another context (a stream finished in another task)
-        pass
+    detach_context(token)
 
 
 def new_execution_id(framework_run_id: Optional[str] = None) -> str:
@@ -163,11 +214,11 @@ def new_execution_id(framework_run_id: Optional[str] = None) -> str:
     else 128 random bits as 32 hex characters.
 
     The supplied id applies to the first run started in the ``with`` block, in any task or thread
-    that inherited its context; every other run, nested or concurrent, gets its own id.
+    that carries its OpenTelemetry ``Context``; every other run, nested or concurrent, gets its own id.
     """
     if framework_run_id and _checked("a framework run id", framework_run_id, remember=False):
         return framework_run_id
-    supplied = _NEXT_EXECUTION_ID.get()
+    supplied = current_context().get(_NEXT_EXECUTION_ID)
     if supplied:
         try:
             return supplied.pop()  # atomic: a second run, in any task or thread, finds it empty
@@ -185,7 +236,7 @@ def new_delegation_id(transport_key: Optional[str] = None) -> str:
     Order: an id supplied by :func:`delegation`, else UUID5(``transport_key``) hex, else 128 random bits
     as 32 hex characters.
     """
-    supplied = _NEXT_DELEGATION_ID.get()
+    supplied = current_context().get(_NEXT_DELEGATION_ID)
     if supplied is not None:
         return supplied
     if isinstance(transport_key, str) and transport_key:
@@ -207,11 +258,11 @@ def execution(execution_id: str) -> Iterator[None]:
     Never raises.
     """
     supplied = _checked("execution(execution_id)", execution_id)
-    token = _NEXT_EXECUTION_ID.set([supplied] if supplied else None)
+    token = attach_context(with_value(current_context(), _NEXT_EXECUTION_ID, [supplied] if supplied else None))
     try:
         yield
     finally:
-        _NEXT_EXECUTION_ID.reset(token)
+        detach_context(token)
 
 
 @contextmanager
@@ -235,8 +286,8 @@ def delegation(key: Optional[str] = None, *, delegation_id: Optional[str] = None
             _checked("delegation(key)", key)
     if did is None:
         did = f"{getrandbits(128):032x}"
-    token = _NEXT_DELEGATION_ID.set(did)
+    token = attach_context(with_value(current_context(), _NEXT_DELEGATION_ID, did))
     try:
         yield did
     finally:
-        _NEXT_DELEGATION_ID.reset(token)
+        detach_context(token)

@@ -200,3 +200,19 @@ async def test_completed_remote_task_is_not_an_error(instrumentor, exporter):
     await _send(client, _request("m-ok"))
     (span,) = exporter.get_finished_spans()
     assert span.status.status_code is StatusCode.UNSET and "error.type" not in span.attributes
+
+
+async def test_suppressed_send_and_serve_pass_through_with_no_span_of_ours(instrumentor, exporter):
+    from opentelemetry.instrumentation.utils import suppress_instrumentation
+
+    client, transport = _client()
+    task = Task(id="t-1", context_id="ctx-1", status=TaskStatus(state=TaskState.TASK_STATE_COMPLETED))
+
+    async def on_send(params, ctx):
+        return task
+
+    with suppress_instrumentation():
+        events = await _send(client, _request())
+        served = await server_wrapper(trace.get_tracer("t"), False)(on_send, None, (_request(), None), {})
+    assert events and served is task and transport.contexts == [None]  # the call as made: nothing injected
+    assert not exporter.get_finished_spans()

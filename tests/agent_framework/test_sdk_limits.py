@@ -4,33 +4,8 @@ an attribute count limit our ids are not the ones evicted."""
 from __future__ import annotations
 
 import pytest
-from opentelemetry.sdk.trace import SpanLimits
 
 from helpers import CONV, EXEC, agent_spans, by_execution, make_agent
-
-
-@pytest.fixture
-def limited(tracer_provider, exporter, monkeypatch):
-    """Instrument under the given SpanLimits (the framework's tracers and ours read the provider's)."""
-    from otel_agent_identity import AgentIdentityInstrumentor
-
-    instrumentors = []
-
-    def install(**limits):
-        span_limits = SpanLimits(**limits)
-        monkeypatch.setattr(tracer_provider, "_span_limits", span_limits)
-        for tracer in list(tracer_provider._tracers.values()):  # the provider caches its tracers
-            monkeypatch.setattr(tracer, "_span_limits", span_limits)
-        inst = AgentIdentityInstrumentor()
-        inst.instrument(tracer_provider=tracer_provider)
-        instrumentors.append(inst)
-
-    original = tracer_provider._span_limits
-    yield install
-    for inst in instrumentors:
-        inst.uninstrument()
-    for tracer in list(tracer_provider._tracers.values()):  # the ones made during the test too
-        tracer._span_limits = original
 
 
 async def test_attribute_length_limit_cuts_the_id_the_same_everywhere(limited, exporter):

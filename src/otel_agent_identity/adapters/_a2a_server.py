@@ -27,7 +27,7 @@ from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapProp
 from otel_agent_identity import attributes as attrs
 from otel_agent_identity import boundary, continuity, metrics
 from otel_agent_identity.adapters import _a2a_attrs as facts
-from otel_agent_identity.scope import delegation_id_of
+from otel_agent_identity.scope import delegation_id_of, suppressed
 from otel_agent_identity.span_processor import set_ids
 
 _logger = logging.getLogger(__name__)
@@ -161,6 +161,8 @@ def server_wrapper(tracer: trace.Tracer, streaming: bool):
     """Wrapper of ``on_message_send`` (``streaming=False``) or ``on_message_send_stream``."""
 
     def wrapper(wrapped, instance, args, kwargs):
+        if suppressed():  # suppress_instrumentation: no span of ours
+            return wrapped(*args, **kwargs)
         try:
             params = args[0] if args else kwargs.get("params")
             call_context = args[1] if len(args) > 1 else kwargs.get("context")

@@ -45,7 +45,7 @@ from wrapt import wrap_function_wrapper
 from otel_agent_identity import attributes as attrs
 from otel_agent_identity._runs import RunHandler, SpanSpec
 from otel_agent_identity.span_processor import attributes_of, replace_ending, set_trusted
-from otel_agent_identity.scope import _SCOPE, current_scope, new_delegation_id
+from otel_agent_identity.scope import current_scope, new_delegation_id
 
 _logger = logging.getLogger(__name__)
 
@@ -321,23 +321,22 @@ def _chat_span_ending(span: Any, scope: Any) -> None:
     ``gen_ai.conversation.id`` is not the run's. The framework's chat telemetry sets it after the
     span started (so over our stamp), and again with the response, to the chat option
     ``conversation_id``: for a Responses chain, the previous response id. On a chat span the run's
-    id replaces it; without one, a response id is removed (it stays on the previous chat span as
-    ``gen_ai.response.id``). Other spans (the application's own included) keep what was set.
+    id replaces it (or is put back, when a count limit evicted the framework's value); without one,
+    a response id is removed (it stays on the previous chat span as ``gen_ai.response.id``). Other
+    spans (the application's own included) keep what was set.
     The span has ended (the SDK's ``_on_ending``, before exporters see it): see :func:`replace_ending`."""
     # the framework's chat span by its name and tracer: an attribute may have been evicted by a count limit
     if not span.name.startswith("chat") or getattr(span.instrumentation_scope, "name", None) != "agent_framework":
         return
-    current = attributes_of(span).get(attrs.GEN_AI_CONVERSATION_ID)
-    if scope.conversation_id is not None:
-        if current is not None:
-            replace_ending(span, attrs.GEN_AI_CONVERSATION_ID, scope.conversation_id)
-    elif _is_response_id(getattr(scope.owner, "client", None), current):
+    if scope.conversation_id is not None:  # also when a count limit evicted the framework's value
+        replace_ending(span, attrs.GEN_AI_CONVERSATION_ID, scope.conversation_id)
+    elif _is_response_id(getattr(scope.owner, "client", None), attributes_of(span).get(attrs.GEN_AI_CONVERSATION_ID)):
         replace_ending(span, attrs.GEN_AI_CONVERSATION_ID, None)
 
 
 def _chat_wrapper(handler: RunHandler):
     def wrapper(wrapped, instance, args, kwargs):
-        scope = _SCOPE.get()
+        scope = current_scope()
         if scope is None or (scope.conversation_id is not None and not scope.provisional):
             return wrapped(*args, **kwargs)  # nothing to learn (the chat span is corrected as it ends)
         try:

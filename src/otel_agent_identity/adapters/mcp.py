@@ -35,7 +35,7 @@ from wrapt import wrap_function_wrapper
 
 from otel_agent_identity import boundary
 from otel_agent_identity.boundary import FORWARDED_KEYS, Destination
-from otel_agent_identity.scope import current_scope
+from otel_agent_identity.scope import current_scope, suppressed
 
 NAME = "mcp"
 REQUIREMENTS = ("mcp >= 2.3, < 3",)
@@ -155,6 +155,8 @@ def _forwarded(meta: Any) -> dict[str, str]:
 
 async def _server_wrapper(wrapped, instance, args, kwargs):
     """Wrapper of ``OpenTelemetryMiddleware.__call__(self, ctx, call_next)``."""
+    if suppressed():  # suppress_instrumentation: no attribute of ours
+        return await wrapped(*args, **kwargs)
     try:
         forwarded = _forwarded(getattr(args[0], "meta", None))
     except Exception:  # noqa: BLE001
