@@ -86,7 +86,6 @@ class AgentIdentityInstrumentor(BaseInstrumentor):
         config = Config.load(**kwargs)
         boundary.configure(config)
         registry.max_id_length = config.max_id_length
-        registry.load_entry_points()
         provider = kwargs.get("tracer_provider") or trace.get_tracer_provider()
         tracer = trace.get_tracer(__name__, __version__, provider)
         handler = RunHandler(tracer, IdentitySpanProcessor(stamp_spans=config.stamp_spans), registry)
@@ -99,6 +98,7 @@ class AgentIdentityInstrumentor(BaseInstrumentor):
         self._adapters = []
         self._loaded: dict[str, Any] = {}  # adapter name -> module, or None when skipped
         self._done: set[tuple] = set()  # the HOOKS rows run
+        self._extractors_loaded = False
         _active = self
         for module_name in dict.fromkeys(row[0] for row in HOOKS):  # table order, once each
             if module_name not in _registered:
@@ -142,6 +142,11 @@ class AgentIdentityInstrumentor(BaseInstrumentor):
         self._loaded[name] = adapter
         if adapter is not None:
             self._adapters.append(adapter)
+            if name not in GUARDS and not self._extractors_loaded:
+                # the first framework: the extractor plugins (an entry-point scan of every installed
+                # distribution, the costliest step of start-up) are loaded only now, before its first run
+                self._extractors_loaded = True
+                registry.load_entry_points()
         return adapter
 
     def _uninstrument(self, **kwargs: Any) -> None:
