@@ -90,6 +90,7 @@ def run_suite(peer: Peer, where: Path, args: tuple[str, ...], plugin: bool, repo
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HERE), env.get("PYTHONPATH")]))
     env.pop("OTEL_PYTHON_DISABLED_INSTRUMENTATIONS", None)
     command = [sys.executable, "-m", "pytest", *args, "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
+               "--continue-on-collection-errors",  # a module needing an absent extra (litellm...) is left out
                f"--junitxml={report}", "-o", "junit_family=xunit2"]
     if plugin:
         command[3:3] = ["-p", "agent_identity_peer_plugin"]
