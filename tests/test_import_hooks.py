@@ -19,7 +19,10 @@ FRAMEWORKS = ("agent_framework", "agent_framework_a2a", "agno", "langgraph", "la
 WRAPPED = (
     ("agent_framework", "agent_framework.Agent", "run"),
     ("agent_framework_a2a", "agent_framework_a2a.A2AAgent", "run"),
+    ("agno.team", "agno.team.team.Team", "run"),  # first: agno.team.team imports agno.agent mid-way
     ("agno.agent", "agno.agent.agent.Agent", "run"),
+    ("agno.agent", "agno.agent._run", "initialize_session"),
+    ("agno.workflow", "agno.workflow.workflow.Workflow", "run"),
     ("langgraph.graph", "langgraph.pregel.Pregel", "invoke"),
     ("a2a.client", "a2a.client.base_client.BaseClient", "send_message"),
     ("mcp", "mcp.shared.jsonrpc_dispatcher.JSONRPCDispatcher", "send_raw_request"),

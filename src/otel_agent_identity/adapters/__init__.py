@@ -17,11 +17,18 @@ ADAPTERS = {
 #: module)``. ``instrument()`` registers a post-import hook per module (wrapt); when the application
 #: imports it (or had imported it already), the adapter module is loaded, its ``REQUIREMENTS``
 #: checked once, and the function called with the run handler. A function may import more of the
-#: same framework, never another library. A new adapter adds its rows here.
+#: same framework, never another library; where a framework's modules import each other in a cycle
+#: (Agno), each module gets a row and the function wraps only what is fully imported (idempotent).
+#: A new adapter adds its rows here.
 HOOKS = (
     ("agent_framework", "agent_framework", "instrument"),
     ("agent_framework_a2a", "agent_framework", "instrument_a2a_agent"),
-    ("agno.agent", "agno", "instrument"),
+    ("agno.agent.agent", "agno", "instrument"),  # Agno: each module as it finishes (imports cycle)
+    ("agno.agent._run", "agno", "instrument"),
+    ("agno.team.team", "agno", "instrument"),
+    ("agno.team._init", "agno", "instrument"),
+    ("agno.workflow.workflow", "agno", "instrument"),
+    ("agno.run.background", "agno", "instrument"),
     ("langgraph.pregel", "langgraph", "instrument"),
     ("a2a.client.base_client", "a2a", "instrument_client"),
     ("a2a.server.request_handlers.default_request_handler_v2", "a2a", "instrument_server"),
