@@ -7,7 +7,8 @@ COLLECTOR_BIN := collector/_build/otelcol-agentidentity
 ZIPKIN_VERSION := 3.6.1
 ZIPKIN_JAR := .cache/zipkin/zipkin-server-$(ZIPKIN_VERSION)-exec.jar
 
-.PHONY: demo test venv test-python test-go test-rules bench system-deps collector clean zipkin test-dist screenshots
+.PHONY: demo test venv test-python test-go test-rules bench system-deps collector clean zipkin test-dist screenshots \
+	test-peers test-peers-full
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml
@@ -35,10 +36,28 @@ $(ZIPKIN_JAR):
 demo: venv collector zipkin
 	$(PY) examples/demo.py
 
-test: venv collector system-deps zipkin test-go test-rules test-python test-dist
+test: venv collector system-deps zipkin test-go test-rules test-python test-dist test-peers
 
 test-python: venv
 	AGENT_IDENTITY_COLLECTOR=$(abspath $(COLLECTOR_BIN)) $(PY) -m pytest
+
+# The frameworks' own test suites (their source distributions, tests/peers/peers.py), run without and
+# with the plugin: fails on a test that passes without it and fails with it. `test-peers` runs the
+# bounded subset (OpenAI Agents runner/streaming/error tests, LangGraph's Pregel tests), `make test`
+# includes it; `test-peers-full` runs the whole offline suites (docs/peers.md). Their test
+# dependencies live in a venv of their own, pinned to the project venv's versions.
+PEERS_VENV := .cache/peers/venv
+$(PEERS_VENV)/.installed: $(VENV)/.installed tests/peers/requirements.txt
+	$(PYTHON) -m venv $(PEERS_VENV)
+	$(VENV)/bin/pip freeze --exclude-editable > $(PEERS_VENV)/constraints.txt
+	$(PEERS_VENV)/bin/pip install -q -e '.[all,test]' -r tests/peers/requirements.txt -c $(PEERS_VENV)/constraints.txt
+	touch $@
+
+test-peers: $(PEERS_VENV)/.installed
+	$(PEERS_VENV)/bin/python tests/peers/peers.py
+
+test-peers-full: $(PEERS_VENV)/.installed
+	$(PEERS_VENV)/bin/python tests/peers/peers.py --full
 
 # The wheel and sdist a release would upload, built in an isolated env and checked by twine.
 test-dist: venv

@@ -173,7 +173,7 @@ class SpecialistProcess:
     def spans(self) -> list[dict]:
         return console_spans("".join(self._text))
 
-    def wait_for(self, predicate, count: int = 1, timeout: float = 20.0) -> list[dict]:
+    def wait_for(self, predicate, count: int = 1, timeout: float = 60.0) -> list[dict]:
         """Spans matching ``predicate`` once at least ``count`` of them were exported (or at timeout)."""
         deadline = time.monotonic() + timeout
         while True:
@@ -298,7 +298,7 @@ def hop_spans(spans: list[Span]) -> list[Span]:
     return [s for s in spans if "agent_identity.hop.caller.service.name" in s.attributes]
 
 
-def wait_for_hops(path: Path, expected: int, timeout: float = 45.0) -> list[Span]:
+def wait_for_hops(path: Path, expected: int, timeout: float = 120.0) -> list[Span]:
     """Poll the spans file until ``expected`` hops arrived (or ``timeout``); returns all spans."""
     deadline = time.monotonic() + timeout
     while True:

@@ -25,7 +25,11 @@ from __future__ import annotations
 
 import importlib
 import logging
+import sys
+import threading
 from typing import Any, Collection
+
+import wrapt
 
 from opentelemetry import trace
 from opentelemetry.instrumentation.dependencies import get_dependency_conflicts
@@ -34,7 +38,7 @@ from opentelemetry.instrumentation.instrumentor import BaseInstrumentor
 from otel_agent_identity import boundary, metrics, span_processor
 from otel_agent_identity.boundary import Upstream, upstream
 from otel_agent_identity._runs import RunHandler
-from otel_agent_identity.adapters import ADAPTERS, GUARDS
+from otel_agent_identity.adapters import ADAPTERS, GUARDS, HOOKS
 from otel_agent_identity.config import Config
 from otel_agent_identity.continuity import conversation_id, new_conversation, resumed
 from otel_agent_identity.extractors import ExtractorRegistry, RunCall, register_extractor, registry
@@ -64,10 +68,15 @@ _logger = logging.getLogger(__name__)
 
 
 class AgentIdentityInstrumentor(BaseInstrumentor):
-    """Instruments every supported agent framework that is importable; skips the others quietly.
+    """Instruments each supported agent framework when the application imports it; never imports one.
 
-    A framework whose installed version is outside the adapter's known range is skipped with one
-    warning. ``instrument()`` twice does not wrap twice; ``uninstrument()`` restores the originals.
+    ``instrument()`` registers a post-import hook per module of
+    :data:`otel_agent_identity.adapters.HOOKS` (wrapt's): a framework imported already is wrapped at
+    once, one imported later is wrapped as its import completes, before the application can use
+    it. A framework whose installed version is outside the adapter's known range is skipped with
+    one warning, at that moment. ``instrument()`` twice does not wrap twice; ``uninstrument()``
+    restores the originals and makes the hooks still pending no-ops (wrapt cannot remove a hook:
+    one per module is registered per process, whatever the number of ``instrument()`` calls).
     """
 
     _handler: RunHandler | None = None
@@ -84,10 +93,10 @@ class AgentIdentityInstrumentor(BaseInstrumentor):
         return ()  # each adapter checks its own framework
 
     def _instrument(self, **kwargs: Any) -> None:
+        global _active
         config = Config.load(**kwargs)
         boundary.configure(config)
         registry.max_id_length = config.max_id_length
-        registry.load_entry_points()
         provider = kwargs.get("tracer_provider") or trace.get_tracer_provider()
         tracer = trace.get_tracer(__name__, __version__, provider)
         handler = RunHandler(tracer, IdentitySpanProcessor(stamp_spans=config.stamp_spans), registry)
@@ -98,29 +107,98 @@ class AgentIdentityInstrumentor(BaseInstrumentor):
         metrics.configure(kwargs.get("meter_provider"), provider)
         self._handler = handler
         self._adapters = []
-        for name, module_name in ADAPTERS.items():
-            if config.frameworks is not None and name not in config.frameworks and name not in GUARDS:
-                continue
-            adapter = _load_adapter(name, module_name)
-            if adapter is None:
+        self._loaded: dict[str, Any] = {}  # adapter name -> module, or None when skipped
+        self._done: set[tuple] = set()  # the HOOKS rows run
+        self._extractors_loaded = False
+        _active = self
+        for module_name in dict.fromkeys(row[0] for row in HOOKS):  # table order, once each
+            if module_name not in _registered:
+                _registered.add(module_name)
+                wrapt.register_post_import_hook(_on_import, module_name)  # runs now when imported
+            elif module_name in sys.modules:  # its hook ran for an earlier instrument()
+                self._on_import(module_name)
+
+    def _on_import(self, module_name: str) -> None:
+        """Run the :data:`HOOKS` rows of ``module_name`` (just imported) not run yet. Never raises:
+        an exception here would fail the application's import."""
+        with _lock:  # claims the rows; they run outside it (a wrap may wait on another import's lock)
+            handler = self._handler
+            rows = [row for row in HOOKS if row[0] == module_name and row not in self._done]
+            self._done.update(rows)
+            rows = [(row, self._adapter(row[1])) for row in rows] if handler is not None else ()
+        for (_, name, function), adapter in rows:
+            if adapter is None or self._loaded.get(name) is None:
                 continue
             try:
-                adapter.instrument(handler)
-                self._adapters.append(adapter)
-            except Exception:  # noqa: BLE001 - an unknown framework shape must not break start-up
+                getattr(adapter, function)(handler)
+            except Exception:  # noqa: BLE001 - an unknown framework shape must not break the import
                 _logger.warning("otel-agent-identity: could not instrument %s; skipped", name, exc_info=True)
-                adapter.uninstrument()
+                with _lock:
+                    self._loaded[name] = None
+                    if adapter in self._adapters:
+                        self._adapters.remove(adapter)
+                _quietly(adapter.uninstrument)
+
+    def _adapter(self, name: str) -> Any:
+        """The adapter module ``name``, loaded and its version checked once; None when skipped."""
+        if name in self._loaded:
+            return self._loaded[name]
+        config = self._handler.config
+        adapter = None
+        if config.frameworks is None or name in config.frameworks or name in GUARDS:
+            try:
+                adapter = _load_adapter(name, ADAPTERS[name])
+            except Exception:  # noqa: BLE001
+                _logger.warning("otel-agent-identity: could not load the %s adapter; skipped", name, exc_info=True)
+        self._loaded[name] = adapter
+        if adapter is not None:
+            self._adapters.append(adapter)
+            if name not in GUARDS and not self._extractors_loaded:
+                # the first framework: the extractor plugins (an entry-point scan of every installed
+                # distribution, the costliest step of start-up) are loaded only now, before its first run
+                self._extractors_loaded = True
+                registry.load_entry_points()
+        return adapter
 
     def _uninstrument(self, **kwargs: Any) -> None:
-        for adapter in self._adapters:
-            adapter.uninstrument()
-        self._adapters = []
+        global _active
+        with _lock:
+            _active = None  # pending hooks: no-ops until the next instrument()
+            for adapter in self._adapters:
+                _quietly(adapter.uninstrument)
+            self._adapters = []
+            self._loaded = {}
+            self._done = set()
         boundary.configure(None)
         metrics.reset()
         if self._handler is not None:
             self._handler.processor.enabled = False  # a provider cannot drop a processor; it goes quiet
             self._handler = None
         span_processor.uninstall()
+
+
+#: the instrumentor whose hooks are live (None: uninstrumented), the modules given a hook, and the
+#: lock of the instrumentor's bookkeeping
+_active: AgentIdentityInstrumentor | None = None
+_registered: set[str] = set()
+_lock = threading.RLock()
+
+
+def _on_import(module: Any) -> None:
+    """wrapt's post-import hook (one per module of HOOKS, per process)."""
+    try:
+        active = _active
+        if active is not None:
+            active._on_import(module.__name__)
+    except Exception:  # noqa: BLE001 - never fail the application's import
+        _logger.debug("otel-agent-identity: import hook failed", exc_info=True)
+
+
+def _quietly(fn: Any) -> None:
+    try:
+        fn()
+    except Exception:  # noqa: BLE001
+        _logger.debug("otel-agent-identity: restoring an adapter failed", exc_info=True)
 
 
 def _load_adapter(name: str, module_name: str):

@@ -18,11 +18,11 @@ from typing import Any, Callable, Optional
 
 import wrapt
 from opentelemetry import trace
-from opentelemetry.semconv.attributes.error_attributes import ERROR_TYPE
-from opentelemetry.trace import SpanKind, Status, StatusCode
+from opentelemetry.trace import SpanKind
 
 from otel_agent_identity import attributes as attrs
 from otel_agent_identity import continuity, metrics
+from otel_agent_identity._errors import is_one_of, record_error
 from otel_agent_identity.boundary import check_served
 from otel_agent_identity.extractors import SOURCE_FRAMEWORK, SOURCE_SERVICE, Extracted, Extractor, ExtractorRegistry, RunCall
 from otel_agent_identity.scope import (SCOPE_KEY, IdentityScope, attach_context, current_context, current_scope,
@@ -368,12 +368,12 @@ class Run:
                 span.set_attributes(spec.on_end(result))
         except Exception:  # noqa: BLE001 - the span still ends, with what it has
             _logger.debug("otel-agent-identity: finishing the run failed", exc_info=True)
+        if error is not None and not is_one_of(error, _NOT_FAILURES + spec.not_failures):
+            record_error(span, error)  # never raises: the caller re-raises the application's own error
         try:
-            if error is not None and not isinstance(error, _NOT_FAILURES) and not isinstance(error, spec.not_failures):
-                span.set_status(Status(StatusCode.ERROR, str(error)))
-                span.set_attribute(ERROR_TYPE, type(error).__qualname__)
-        finally:
             span.end()
+        except Exception:  # noqa: BLE001 - a span processor that raises on end
+            _logger.debug("otel-agent-identity: ending the run's span failed", exc_info=True)
 
     def learn(self, conversation_id: Any) -> bool:
         """Adopt the conversation id the framework resolved during the run when the run started
@@ -451,13 +451,16 @@ class Run:
         """
 
         def done(fut) -> None:
-            error = None
+            # a done callback: what it raises is only logged by the loop, and the run would never end
             try:
-                error = None if fut.cancelled() else fut.exception()
+                cancelled = fut.cancelled()
+                error = None if cancelled else fut.exception()
             except BaseException as exc:  # noqa: BLE001
-                error = exc
-            ok = error is None and not fut.cancelled()
-            self.finish(result=result if ok else None, error=error)
+                cancelled, error = False, exc
+            try:
+                self.finish(result=result if error is None and not cancelled else None, error=error)
+            except Exception:  # noqa: BLE001
+                _logger.debug("otel-agent-identity: ending a task-based run failed", exc_info=True)
 
         future.add_done_callback(done)
 

@@ -20,6 +20,8 @@ import threading
 from importlib.metadata import entry_points
 from typing import Any, Callable, Mapping, NamedTuple, Optional
 
+from otel_agent_identity._errors import describe, error_type
+
 _logger = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "otel_agent_identity_extractors"
@@ -184,7 +186,7 @@ class ExtractorRegistry:
         return self._value(agent, source, value)
 
     def _raised(self, agent: Any, source: str, exc: Exception) -> None:
-        self._warn_once(agent, source, "raised", f"{source} extractor raised {type(exc).__name__}: {str(exc)[:200]!r}")  # bounded: never a huge line
+        self._warn_once(agent, source, "raised", f"{source} extractor raised {error_type(exc)}: {(describe(exc) or '?')[:200]!r}")  # bounded: never a huge line
 
     def _value(self, agent: Any, source: str, value: Any) -> Optional[Extracted]:
         problem = self.problem(value)

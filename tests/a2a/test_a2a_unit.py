@@ -31,8 +31,8 @@ class StubTransport:
         return SendMessageResponse(task=task)
 
 
-def _client() -> tuple[BaseClient, StubTransport]:
-    transport = StubTransport()
+def _client(transport: StubTransport | None = None) -> tuple[BaseClient, StubTransport]:
+    transport = transport or StubTransport()
     card = AgentCard(name="stub", capabilities=AgentCapabilities(streaming=False),
                      supported_interfaces=[AgentInterface(url="http://127.0.0.1:9/", protocol_version="1.0")])
     return BaseClient(card, ClientConfig(streaming=False), transport, []), transport
@@ -216,3 +216,51 @@ async def test_suppressed_send_and_serve_pass_through_with_no_span_of_ours(instr
         served = await server_wrapper(trace.get_tracer("t"), False)(on_send, None, (_request(), None), {})
     assert events and served is task and transport.contexts == [None]  # the call as made: nothing injected
     assert not exporter.get_finished_spans()
+
+
+class FailingTransport(StubTransport):
+    """Raises the application's ``error`` from every send."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__()
+        self.error = error
+
+    async def send_message(self, request, *, context=None):
+        raise self.error
+
+
+async def test_client_error_that_cannot_be_formatted_reaches_the_caller(instrumentor, exporter):
+    from unprintable import Unprintable, assert_error_span
+
+    error = Unprintable()
+    client, _ = _client(FailingTransport(error))
+    with pytest.raises(Unprintable) as raised:
+        await _send(client, _request())
+    assert raised.value is error and raised.traceback
+    (span,) = [s for s in exporter.get_finished_spans() if s.name == "invoke_agent stub"]
+    assert_error_span(span)
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_server_error_that_cannot_be_formatted_reaches_the_caller(instrumentor, exporter, streaming):
+    from unprintable import Unprintable, assert_error_span
+
+    error = Unprintable()
+
+    async def on_send(params, ctx):
+        raise error
+
+    async def on_stream(params, ctx):
+        raise error
+        yield  # an async generator
+
+    wrapper = server_wrapper(trace.get_tracer("t"), streaming)
+    args = (_request(), _call_context(TRACEPARENT))
+    with pytest.raises(Unprintable) as raised:
+        if streaming:
+            [e async for e in wrapper(on_stream, None, args, {})]
+        else:
+            await wrapper(on_send, None, args, {})
+    assert raised.value is error and raised.traceback
+    (span,) = exporter.get_finished_spans()
+    assert_error_span(span)

@@ -34,7 +34,7 @@ def run(tmp_path_factory):
                               timeout=120, check=True)
         lines = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
         records = [r for r in lines if "kind" in r]
-        deadline, spans = time.monotonic() + 45, []
+        deadline, spans = time.monotonic() + 120, []
         while time.monotonic() < deadline:  # the collector groups by trace, then writes
             spans = [s for s in h.read_spans(collector.spans_file) if s.service == "agno-app"]
             if len([s for s in spans if s.name.startswith("invoke_")]) >= 8:

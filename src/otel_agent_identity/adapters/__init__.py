@@ -1,7 +1,8 @@
 """Framework adapters, one module each. Each module defines ``NAME``, ``REQUIREMENTS`` (pip
-requirement strings of the versions it knows), ``instrument(handler)`` and ``uninstrument()``."""
+requirement strings of the versions it knows), the wrap functions :data:`HOOKS` names and
+``uninstrument()`` (restores everything the module wrapped)."""
 
-#: adapter name -> module, in instrumentation order
+#: adapter name -> module (imported only when one of its :data:`HOOKS` modules is imported)
 ADAPTERS = {
     "agent_framework": "otel_agent_identity.adapters.agent_framework",
     "agno": "otel_agent_identity.adapters.agno",
@@ -12,6 +13,38 @@ ADAPTERS = {
     "http": "otel_agent_identity.adapters.http_clients",
 }
 
+#: What is wrapped when: ``(module the application imports, adapter name, function of the adapter
+#: module)``. ``instrument()`` registers a post-import hook per module (wrapt); when the application
+#: imports it (or had imported it already), the adapter module is loaded, its ``REQUIREMENTS``
+#: checked once, and the function called with the run handler. A function may import more of the
+#: same framework, never another library; where a framework's modules import each other in a cycle
+#: (Agno), each module gets a row and the function wraps only what is fully imported (idempotent).
+#: A new adapter adds its rows here.
+HOOKS = (
+    ("agent_framework", "agent_framework", "instrument"),
+    ("agent_framework_a2a", "agent_framework", "instrument_a2a_agent"),
+    ("agno.agent.agent", "agno", "instrument"),  # Agno: each module as it finishes (imports cycle)
+    ("agno.agent._run", "agno", "instrument"),
+    ("agno.team.team", "agno", "instrument"),
+    ("agno.team._init", "agno", "instrument"),
+    ("agno.workflow.workflow", "agno", "instrument"),
+    ("agno.run.background", "agno", "instrument"),
+    ("agno.agent._storage", "agno", "instrument"),
+    ("agno.team._storage", "agno", "instrument"),
+    ("langgraph.pregel", "langgraph", "instrument"),
+    ("a2a.client.base_client", "a2a", "instrument_client"),
+    ("a2a.server.request_handlers.default_request_handler_v2", "a2a", "instrument_server"),
+    ("a2a.server.request_handlers.default_request_handler", "a2a", "instrument_server"),
+    ("mcp", "mcp", "instrument"),
+    ("agent_framework._mcp", "mcp", "instrument_agent_framework_tools"),
+    ("agents", "openai_agents", "instrument"),
+    ("httpcore", "http", "instrument"),
+    ("httpcore2", "http", "instrument"),
+    ("requests.adapters", "http", "instrument"),
+    ("urllib3.connection", "http", "instrument"),
+    ("aiohttp.client_reqrep", "http", "instrument"),
+)
+
 #: boundary guards (identity never leaves the process): installed whenever their library is
-#: importable, whatever ``frameworks`` says
+#: imported, whatever ``frameworks`` says
 GUARDS = frozenset({"mcp", "http"})

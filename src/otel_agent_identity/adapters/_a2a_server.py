@@ -20,12 +20,12 @@ from opentelemetry import baggage
 from opentelemetry import context as otel_context
 from opentelemetry.baggage.propagation import W3CBaggagePropagator
 from opentelemetry import trace
-from opentelemetry.semconv.attributes.error_attributes import ERROR_TYPE
-from opentelemetry.trace import SpanKind, Status, StatusCode
+from opentelemetry.trace import SpanKind
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from otel_agent_identity import attributes as attrs
 from otel_agent_identity import boundary, continuity, metrics
+from otel_agent_identity._errors import is_one_of, record_error
 from otel_agent_identity.adapters import _a2a_attrs as facts
 from otel_agent_identity.scope import delegation_id_of, suppressed
 from otel_agent_identity.span_processor import set_ids
@@ -148,13 +148,14 @@ def _span_agent(span: Any) -> Optional[str]:
 
 
 def end(span: Any, error: Optional[BaseException] = None) -> None:
+    """End the SERVER span, with ERROR status and ``error.type`` when ``error`` (the handler's own
+    exception, which the caller re-raises) is a failure. Never raises."""
+    if error is not None and not is_one_of(error, (GeneratorExit, asyncio.CancelledError)):
+        record_error(span, error)
     try:
-        if error is not None and not isinstance(error, (GeneratorExit, asyncio.CancelledError)):
-            span.set_status(Status(StatusCode.ERROR, str(error)))
-            span.set_attribute(ERROR_TYPE, type(error).__qualname__)
         span.end()
-    except Exception:  # noqa: BLE001
-        pass
+    except Exception:  # noqa: BLE001 - a span processor that raises on end
+        _logger.debug("otel-agent-identity: ending an a2a server span failed", exc_info=True)
 
 
 def server_wrapper(tracer: trace.Tracer, streaming: bool):

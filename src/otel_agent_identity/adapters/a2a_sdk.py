@@ -103,14 +103,15 @@ def _send_wrapper(handler: RunHandler):
     def wrapper(wrapped, instance, args, kwargs):
         try:
             hop = _begin_send(handler, instance, args, kwargs)
+            if hop is not None:
+                request = args[0] if args else kwargs.get("request")
+                requested = facts.requested_context(getattr(request, "message", None))
         except Exception:  # noqa: BLE001 - never break the application
             _logger.debug("otel-agent-identity: a2a send tracking failed", exc_info=True)
             hop = None
         if hop is None:
             return wrapped(*args, **kwargs)
         run, span, target, kwargs, memo = hop
-        request = args[0] if args else kwargs.get("request")
-        requested = facts.requested_context(getattr(request, "message", None))
         if run is not None:
             return SendStream(run.call(wrapped, args, kwargs), span, run.scope, target, requested, memo)
         return SendStream(wrapped(*args, **kwargs), span, current_scope(), None, requested, memo)
@@ -233,23 +234,33 @@ class SendStream(wrapt.ObjectProxy):
         return item
 
 
-def instrument(handler: RunHandler) -> None:
-    """Wrap the client send and the server request handlers present in this a2a-sdk version."""
+def instrument_client(handler: RunHandler) -> None:
+    """Wrap ``BaseClient.send_message`` (module ``a2a.client.base_client``, imported by the application)."""
     import importlib
 
     base = importlib.import_module("a2a.client.base_client")
     wrapt.wrap_function_wrapper(base.BaseClient, "send_message", _send_wrapper(handler))
     _wrapped.append((base.BaseClient, "send_message"))
-    for module_name, cls_name in (
-        ("a2a.server.request_handlers.default_request_handler_v2", "DefaultRequestHandlerV2"),
-        ("a2a.server.request_handlers.default_request_handler", "LegacyRequestHandler"),
-    ):
-        try:
-            cls = getattr(importlib.import_module(module_name), cls_name)
-        except (ImportError, AttributeError):
+
+
+#: the server request handlers, each wrapped when the application imports its module
+_SERVER_TARGETS = (
+    ("a2a.server.request_handlers.default_request_handler_v2", "DefaultRequestHandlerV2"),
+    ("a2a.server.request_handlers.default_request_handler", "LegacyRequestHandler"),
+)
+
+
+def instrument_server(handler: RunHandler) -> None:
+    """Wrap ``on_message_send``/``on_message_send_stream`` of each request handler class of this
+    a2a-sdk version whose module is imported and not wrapped yet (imports nothing)."""
+    import sys
+
+    for module_name, cls_name in _SERVER_TARGETS:
+        cls = getattr(sys.modules.get(module_name), cls_name, None)
+        if cls is None:
             continue
         for method, streaming in (("on_message_send", False), ("on_message_send_stream", True)):
-            if method in cls.__dict__:
+            if method in cls.__dict__ and (cls, method) not in _wrapped:
                 wrapt.wrap_function_wrapper(cls, method, server_wrapper(handler.tracer, streaming))
                 _wrapped.append((cls, method))
 

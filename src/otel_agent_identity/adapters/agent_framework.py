@@ -56,8 +56,9 @@ _TARGETS = [
     ("agent_framework", "Agent", "run"),
     ("agent_framework", "WorkflowAgent", "run"),
     ("agent_framework", "Workflow", "run"),
-    ("agent_framework.a2a", "A2AAgent", "run"),
 ]
+_A2A_TARGET = ("agent_framework_a2a", "A2AAgent", "run")  # wrapped when the application imports it
+_KINDS = {"Agent": "agent", "A2AAgent": "a2a", "WorkflowAgent": "workflow", "Workflow": "plain_workflow"}
 _CHAT_TARGET = ("agent_framework", "BaseChatClient", "get_response")
 _wrapped: list[tuple[Any, str]] = []
 _observability: Any = None  # agent_framework.observability, imported at instrument()
@@ -386,18 +387,29 @@ def instrument(handler: RunHandler) -> None:
     if _is_local_sentinel is None:
         _is_local_sentinel = getattr(importlib.import_module("agent_framework._sessions"),
                                      "is_local_history_conversation_id", None)
-    kinds = {"Agent": "agent", "A2AAgent": "a2a", "WorkflowAgent": "workflow", "Workflow": "plain_workflow"}
     for module_name, cls_name, method in _TARGETS:
         try:
             module = importlib.import_module(module_name)
             cls = getattr(module, cls_name)
         except (ImportError, AttributeError):
             continue
-        wrap_function_wrapper(cls, method, _run_wrapper(handler, kinds[cls_name]))
+        wrap_function_wrapper(cls, method, _run_wrapper(handler, _KINDS[cls_name]))
         _wrapped.append((cls, method))
     module_name, cls_name, method = _CHAT_TARGET
     cls = getattr(importlib.import_module(module_name), cls_name)
     wrap_function_wrapper(cls, method, _chat_wrapper(handler))
+    _wrapped.append((cls, method))
+
+
+def instrument_a2a_agent(handler: RunHandler) -> None:
+    """Wrap ``A2AAgent.run`` (package ``agent-framework-a2a``, imported by the application: it
+    imports the a2a-sdk, which an application without A2A never pays for). It imports
+    ``agent_framework`` first, so :func:`instrument` has run."""
+    import importlib
+
+    module_name, cls_name, method = _A2A_TARGET
+    cls = getattr(importlib.import_module(module_name), cls_name)
+    wrap_function_wrapper(cls, method, _run_wrapper(handler, _KINDS[cls_name]))
     _wrapped.append((cls, method))
 
 

@@ -43,8 +43,8 @@ the run's context (Agno does not copy it), so spans there carry no ids.
 from __future__ import annotations
 
 import contextvars
-import importlib
 import inspect
+import sys
 import weakref
 from typing import Any, Optional
 from uuid import uuid4
@@ -309,30 +309,33 @@ def _spawn_wrapper(wrapped, instance, args, kwargs):
 
 
 def instrument(handler: RunHandler) -> None:
-    """Wrap the run methods of Agent, Team and Workflow, Agno's session resolvers and its
-    background spawner. Raises ImportError/AttributeError when this Agno has none of them (the
-    instrumentor then skips the adapter with a warning)."""
+    """Wrap what the application has imported of Agno and is not wrapped yet: the run methods of
+    Agent, Team and Workflow, Agno's session resolvers and its background spawner. Imports nothing:
+    called as each of their modules finishes importing (a module still initialising, as
+    ``agno.team.team`` is while it imports ``agno.agent``, is wrapped when its own import ends)."""
     for module_name, cls_name, kind in _TARGETS:
-        cls = getattr(importlib.import_module(module_name), cls_name)
+        cls = getattr(sys.modules.get(module_name), cls_name, None)
+        if cls is None:
+            continue
         for method in _RUN_METHODS:
             fn = getattr(cls, method, None)
-            if fn is None:
+            if fn is None or (cls, method) in _wrapped:
                 continue
             wrap_function_wrapper(cls, method, _run_wrapper(handler, kind, method, _Signature(fn)))
             _wrapped.append((cls, method))
-    for module_name, cls_name, name in _SESSION_RESOLVERS:
-        owner = importlib.import_module(module_name)
-        owner = getattr(owner, cls_name) if cls_name else owner
-        wrap_function_wrapper(owner, name, _resolver_wrapper)
+    for module_name, cls_name, name in _SESSION_RESOLVERS + [(_SPAWN[0], None, _SPAWN[1])]:
+        owner = sys.modules.get(module_name)
+        owner = getattr(owner, cls_name, None) if cls_name else owner
+        if owner is None or getattr(owner, name, None) is None or (owner, name) in _wrapped:
+            continue
+        wrap_function_wrapper(owner, name, _resolver_wrapper if name != _SPAWN[1] else _spawn_wrapper)
         _wrapped.append((owner, name))
-    module = importlib.import_module(_SPAWN[0])
-    wrap_function_wrapper(module, _SPAWN[1], _spawn_wrapper)
-    _wrapped.append((module, _SPAWN[1]))
     for module_name, name in _SESSION_READERS:
-        module = importlib.import_module(module_name)
-        if getattr(module, name, None) is not None:
-            wrap_function_wrapper(module, name, _session_read_wrapper)
-            _wrapped.append((module, name))
+        module = sys.modules.get(module_name)
+        if module is None or getattr(module, name, None) is None or (module, name) in _wrapped:
+            continue
+        wrap_function_wrapper(module, name, _session_read_wrapper)
+        _wrapped.append((module, name))
 
 
 def uninstrument() -> None:

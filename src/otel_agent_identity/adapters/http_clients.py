@@ -24,8 +24,8 @@ that bypass these layers (``httpx.MockTransport``, a hand-written requests adapt
 
 from __future__ import annotations
 
-import importlib
 import logging
+import sys
 from typing import Any
 
 from opentelemetry.instrumentation.dependencies import get_dependency_conflicts
@@ -49,6 +49,7 @@ _TARGETS = (
     ("aiohttp >= 3.9, < 4", "aiohttp.client_reqrep", "ClientRequest", "send", "aiohttp"),
 )
 _wrapped: list[tuple[Any, str]] = []
+_skipped: set[str] = set()  # requirements found in another version (warned once)
 
 
 def _filter_core_request(request: Any) -> None:
@@ -188,16 +189,17 @@ _WRAPPERS = {"core": _core_wrapper, "core_async": _core_async_wrapper, "requests
 
 
 def instrument(handler: Any = None) -> None:
-    """Install the guard on each installed library (``handler`` is unused)."""
+    """Install the guard on each library of :data:`_TARGETS` whose module the application has
+    imported and that is not guarded yet (imports nothing; ``handler`` is unused)."""
     for requirement, module_name, cls_name, method, kind in _TARGETS:
+        cls = getattr(sys.modules.get(module_name), cls_name, None)
+        if cls is None or (cls, method) in _wrapped or requirement in _skipped:
+            continue
         conflict = get_dependency_conflicts([requirement])
         if conflict is not None:
+            _skipped.add(requirement)
             if getattr(conflict, "found", None) is not None:
                 _logger.warning("otel-agent-identity: HTTP guard skips %s: %s", module_name, conflict)
-            continue
-        try:
-            cls = getattr(importlib.import_module(module_name), cls_name)
-        except (ImportError, AttributeError):
             continue
         wrap_function_wrapper(cls, method, _WRAPPERS[kind])
         _wrapped.append((cls, method))
@@ -205,6 +207,7 @@ def instrument(handler: Any = None) -> None:
 
 def uninstrument() -> None:
     """Restore every wrapped method."""
+    _skipped.clear()
     while _wrapped:
         cls, method = _wrapped.pop()
         unwrap(cls, method)

@@ -189,10 +189,12 @@ def instrument(handler: Any = None) -> None:
         wrap_function_wrapper(module, name, _transport_wrapper(name))
         _wrapped.append((module, name))
         _patch_aliases(name, original, getattr(module, name))
-    try:
-        af = importlib.import_module("agent_framework._mcp")
-    except ImportError:
-        return
+
+
+def instrument_agent_framework_tools(handler: Any = None) -> None:
+    """Install the guard on Agent Framework's MCP tools (module ``agent_framework._mcp``, imported
+    by the application)."""
+    af = importlib.import_module("agent_framework._mcp")
     for cls_name in _AF_TOOLS:
         cls = getattr(af, cls_name, None)
         if cls is not None and "get_mcp_client" in vars(cls):

@@ -1,0 +1,17 @@
+"""pytest plugin (``-p agent_identity_peer_plugin``) that turns the plugin on for a framework's own
+test suite, as ``opentelemetry-instrument`` would at start-up: an SDK tracer provider (recording
+spans, exported nowhere) and ``AgentIdentityInstrumentor().instrument()``, before the suite's
+modules import the framework (so the import hooks are what wraps it)."""
+
+from __future__ import annotations
+
+
+def pytest_configure(config) -> None:
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+
+    from otel_agent_identity import AgentIdentityInstrumentor
+
+    provider = TracerProvider()  # every span records (ALWAYS_ON): every code path of ours runs
+    trace.set_tracer_provider(provider)
+    AgentIdentityInstrumentor().instrument(tracer_provider=provider)
