@@ -9,6 +9,7 @@ ADAPTERS = {
     "a2a": "otel_agent_identity.adapters.a2a_sdk",
     "mcp": "otel_agent_identity.adapters.mcp",
     "openai_agents": "otel_agent_identity.adapters.openai_agents",
+    "pydantic_ai": "otel_agent_identity.adapters.pydantic_ai",
     "http": "otel_agent_identity.adapters.http_clients",
 }
 
