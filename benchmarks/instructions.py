@@ -157,6 +157,18 @@ def _workloads():
 
     w["Agno Agent.run"] = agno
 
+    def pydantic_ai(native=False):
+        from pydantic_ai import Agent as PAgent
+
+        from offline_pydantic_ai import echo_model
+
+        agent = PAgent(echo_model(), name="bench")
+        agent.instrument = native  # the framework's own spans (enriched by ours) or none (ours made)
+        return lambda: run(agent.run("hello", conversation_id="conv_1"))
+
+    w["Pydantic AI Agent.run"] = pydantic_ai
+    w["Pydantic AI Agent.run, native spans"] = lambda: pydantic_ai(True)
+
     def child():
         return lambda: tracer.start_span("child").end()
 
@@ -176,7 +188,7 @@ def _workloads():
 
 INSTRUMENTED = {"AF steady turn", f"AF steady turn, {CONCURRENT} concurrent (per run)", "AF steady turn, 256-char id", "AF turn 1", "AF tool turn",
                 "AF steady turn, streamed", "LangGraph invoke", "LangGraph stream", "OpenAI Agents Runner.run",
-                "Agno Agent.run"}
+                "Agno Agent.run", "Pydantic AI Agent.run", "Pydantic AI Agent.run, native spans"}
 #: for the child span: bare = our processor registered but outside any run (the SDK calls it on every
 #: span); ours = the same span inside a run's scope, stamped
 PAIRS = {"child span, in a run scope": "child span"}
