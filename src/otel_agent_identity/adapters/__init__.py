@@ -10,6 +10,7 @@ ADAPTERS = {
     "mcp": "otel_agent_identity.adapters.mcp",
     "openai_agents": "otel_agent_identity.adapters.openai_agents",
     "pydantic_ai": "otel_agent_identity.adapters.pydantic_ai",
+    "google_adk": "otel_agent_identity.adapters.google_adk",
     "http": "otel_agent_identity.adapters.http_clients",
 }
 
