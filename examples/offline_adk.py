@@ -42,3 +42,55 @@ class OfflineLlm(BaseLlm):
 def seen(text: str) -> int:
     """``n`` of an answer ``"seen=<n> ..."``."""
     return int(text.split()[0].split("=")[1])
+
+
+class OfflineLiveConnection:
+    """A live connection of :class:`OfflineLlm`: answers each content sent with
+    ``"seen=<n> <text>"`` (``n``: contents of the history and this connection so far), then a
+    completed turn."""
+
+    def __init__(self) -> None:
+        import asyncio
+
+        self.contents: list = []
+        self.replies: "asyncio.Queue" = asyncio.Queue()
+
+    async def send_history(self, history) -> None:
+        self.contents.extend(history)
+        if history and history[-1].role == "user":
+            await self._reply(history[-1])
+
+    async def send_content(self, content) -> None:
+        self.contents.append(content)
+        await self._reply(content)
+
+    async def _send_content(self, content, *, partial: bool = False) -> None:
+        await self.send_content(content)
+
+    async def send_realtime(self, blob) -> None:
+        return None
+
+    async def _reply(self, content) -> None:
+        text = f"seen={len(self.contents)} {_text(content)}"
+        await self.replies.put(LlmResponse(content=types.Content(role="model", parts=[types.Part(text=text)])))
+        await self.replies.put(LlmResponse(turn_complete=True))
+
+    async def receive(self):
+        while True:
+            yield await self.replies.get()
+
+    async def close(self) -> None:
+        return None
+
+
+def _connect(self, llm_request):
+    from contextlib import asynccontextmanager
+
+    @asynccontextmanager
+    async def connection():
+        yield OfflineLiveConnection()
+
+    return connection()
+
+
+OfflineLlm.connect = _connect

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from contextlib import aclosing
 
 import pytest
 from google.adk.agents import LlmAgent
@@ -87,6 +88,29 @@ async def test_concurrent_runs_do_not_mix_ids(instrumentor, exporter):
     assert len({last.invocation_id for last in lasts}) == 6
     for i, last in enumerate(lasts):
         _check(exporter, f"s-{i}", last, resumed=False)
+
+
+async def test_live_run(instrumentor, exporter):
+    from google.adk.agents.live_request_queue import LiveRequestQueue
+
+    runner = _runner(LlmAgent(name="live_agent", model=OfflineLlm()))
+    queue = LiveRequestQueue()
+    queue.send_content(_message("hi"))
+    events = []
+
+    async def consume():
+        async with aclosing(runner.run_live(user_id="u", session_id="s-live", live_request_queue=queue)) as live:
+            async for event in live:
+                events.append(event)
+                if event.turn_complete:
+                    queue.close()
+                    break
+
+    await asyncio.wait_for(consume(), 30)
+    assert events[0].content.parts[0].text == "seen=1 hi"
+    (span,) = [s for s in exporter.get_finished_spans() if s.name == "invoke_agent live_agent"]
+    a = span.attributes
+    assert a[CONV] == "s-live" and a[EXEC] == events[0].invocation_id and a[RESUMED] is False
 
 
 async def test_breaking_out_of_the_stream_ends_the_run(instrumentor, exporter):
