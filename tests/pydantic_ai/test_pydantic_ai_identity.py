@@ -190,3 +190,17 @@ def test_unknown_version_is_skipped_with_one_warning(monkeypatch, caplog):
         assert _load_adapter("pydantic_ai", adapter.__name__) is None
     messages = [r.getMessage() for r in caplog.records]
     assert len(messages) == 1 and "skipping pydantic_ai" in messages[0]
+
+
+async def test_iter_entered_and_dropped_still_ends_the_run(instrumentor, exporter):
+    import gc
+
+    agent = Agent(FunctionModel(count), name="dropped")
+    cm = agent.iter("hi", conversation_id="conv-drop")
+    run = await cm.__aenter__()
+    async for _node in run:
+        pass
+    del cm, run
+    gc.collect()
+    (span,) = _agent_spans(exporter, "dropped")
+    assert span.attributes[CONV] == "conv-drop"

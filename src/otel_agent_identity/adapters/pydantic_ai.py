@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import contextvars
 import importlib
+import weakref
 from typing import Any, Optional
 
 import wrapt
@@ -98,6 +99,7 @@ class _ScopedRun(wrapt.ObjectProxy):
     def __init__(self, wrapped: Any, opening: _Opening) -> None:
         super().__init__(wrapped)
         self._self_opening = opening
+        weakref.finalize(self, _abandoned, opening)  # entered, never exited: the run still ends
 
     async def __aenter__(self):
         opening = self._self_opening
@@ -119,6 +121,15 @@ class _ScopedRun(wrapt.ObjectProxy):
             raise
         finally:
             _close(self._self_opening, error)
+
+
+def _abandoned(opening: _Opening) -> None:
+    """The context manager was dropped without ``__aexit__``: end the run (its scope went with
+    the context it was set in)."""
+    run = opening.run
+    if run is not None:
+        opening.run = opening.tokens = None
+        run.finish()
 
 
 def _close(opening: _Opening, error: Optional[BaseException]) -> None:
