@@ -1,11 +1,13 @@
 """Pydantic AI (``pydantic-ai-slim`` 2.68+).
 
-Wraps ``pydantic_ai.agent.Agent.iter`` (an async context manager), which every entry point enters
-exactly once per run (``run``, ``run_sync``, ``run_stream``, ``run_stream_sync``,
-``run_stream_events``; ``WrapperAgent`` subclasses delegate to it), and ``Agent._prepare_run``,
-where ``iter`` resolves the run's ids before it opens the run (and the framework's own span).
-Only ``iter`` is wrapped, never ``run``/``run_sync``: a Python-level wrapper there would become the
-frame Pydantic AI infers an unnamed agent's name from.
+Wraps ``_PreparedAgentRun.open`` (``pydantic_ai.agent``), the async context manager that
+``Agent.iter`` opens exactly once per run, whatever the entry point (``run``, ``run_sync``,
+``run_stream``, ``run_stream_sync``, ``run_stream_events``, ``iter``; ``WrapperAgent`` subclasses
+delegate to ``iter``), once the framework has resolved the run's ids and before the run's first
+span. The wrapper is synchronous and nothing public is wrapped: Pydantic AI reads its caller's
+frames (an unnamed agent's name from the caller's variables; whether an installed package started
+the run, for its first-run banner), and a Python-level wrapper of ``run``/``run_sync``/``iter``
+would be the frame it finds.
 
 The run starts as soon as the framework has resolved its ids, before any span of the run opens,
 and is current for the whole ``async with agent.iter(...)`` body (the graph's model requests, tool
@@ -36,7 +38,6 @@ identity baggage key by default).
 
 from __future__ import annotations
 
-import contextvars
 import importlib
 import weakref
 from typing import Any, Optional
@@ -54,9 +55,6 @@ REQUIREMENTS = ("pydantic-ai-slim >= 2.68, < 3",)
 PROVIDER = "pydantic_ai"
 
 _wrapped: list[tuple[Any, str]] = []
-#: the ``iter`` call whose ``_prepare_run`` is running now in this context: ``_Opening``
-_OPENING: contextvars.ContextVar[Optional["_Opening"]] = contextvars.ContextVar(
-    "otel_agent_identity_pydantic_ai", default=None)
 _SPECS: dict[str, SpanSpec] = {}  # agent name -> the span spec of its runs (bounded: emptied when full)
 _SPECS_MAX = 256
 
@@ -82,35 +80,24 @@ def _spec_for(agent: Any) -> SpanSpec:
     return spec
 
 
-class _Opening:
-    """One ``iter`` call: its agent and arguments, and the run once ``_prepare_run`` started it."""
-
-    __slots__ = ("agent", "args", "kwargs", "run", "tokens")
-
-    def __init__(self, agent: Any, args: tuple, kwargs: dict) -> None:
-        self.agent, self.args, self.kwargs = agent, args, kwargs
-        self.run = self.tokens = None
-
-
 class _ScopedRun(wrapt.ObjectProxy):
-    """The context manager ``iter`` returns: entering it starts the run (in ``_prepare_run``) and
-    keeps it current until the ``async with`` block exits, which ends it."""
+    """The context manager ``_PreparedAgentRun.open()`` returns: entering it makes the run current
+    (in the task that runs ``iter``, for the rest of the ``async with agent.iter(...)`` block);
+    exiting it ends the run."""
 
-    def __init__(self, wrapped: Any, opening: _Opening) -> None:
+    def __init__(self, wrapped: Any, run: Any) -> None:
         super().__init__(wrapped)
-        self._self_opening = opening
-        weakref.finalize(self, _abandoned, opening)  # entered, never exited: the run still ends
+        self._self_state = state = [run, None]  # the run (None once ended), its scope tokens
+        weakref.finalize(self, _abandoned, state)  # entered, never exited: the run still ends
 
     async def __aenter__(self):
-        opening = self._self_opening
-        token = _OPENING.set(opening)
+        state = self._self_state
+        state[1] = state[0].enter()
         try:
             return await self.__wrapped__.__aenter__()
         except BaseException as exc:
-            _close(opening, exc)
+            _close(state, exc)
             raise
-        finally:
-            _OPENING.reset(token)
 
     async def __aexit__(self, *exc_info: Any) -> Any:
         error = exc_info[1]
@@ -120,84 +107,60 @@ class _ScopedRun(wrapt.ObjectProxy):
             error = exc
             raise
         finally:
-            _close(self._self_opening, error)
+            _close(self._self_state, error)
 
 
-def _abandoned(opening: _Opening) -> None:
-    """The context manager was dropped without ``__aexit__``: end the run (its scope went with
-    the context it was set in)."""
-    run = opening.run
+def _abandoned(state: list) -> None:
+    """Dropped without ``__aexit__``: end the run (its scope went with the context it was set in)."""
+    run = state[0]
     if run is not None:
-        opening.run = opening.tokens = None
+        state[0] = state[1] = None
         run.finish()
 
 
-def _close(opening: _Opening, error: Optional[BaseException]) -> None:
-    run, tokens = opening.run, opening.tokens
+def _close(state: list, error: Optional[BaseException]) -> None:
+    run, tokens = state
     if run is None:
         return
-    opening.run = opening.tokens = None
+    state[0] = state[1] = None
     if tokens is not None:
         run.exit(tokens)
     run.finish(error=error)
 
 
-def _iter_wrapper(handler: RunHandler):
-    """Wrapper of ``Agent.iter(user_prompt=None, *, ...)``: returns its context manager, proxied."""
+def _open_wrapper(handler: RunHandler):
+    """Wrapper of ``_PreparedAgentRun.open()`` (an async context manager): ``iter`` calls it once
+    the framework has resolved the run's ids (``prepared.state``) and whether it instruments the
+    run (``prepared.graph_deps.instrumentation_settings``), and before the run's first span. A
+    synchronous wrapper, so no frame of ours is on the stack where Pydantic AI looks at its
+    caller's frames (the agent name, its first-run banner)."""
 
     def wrapper(wrapped, instance, args, kwargs):
         cm = wrapped(*args, **kwargs)
         try:
-            return _ScopedRun(cm, _Opening(instance, args, kwargs))
-        except Exception:  # noqa: BLE001 - never break the application
-            return cm
-
-    return wrapper
-
-
-def _prepare_wrapper(handler: RunHandler):
-    """Wrapper of ``async Agent._prepare_run(...) -> _PreparedAgentRun``: once the framework has
-    resolved the run's ids (``prepared.state``) and whether it instruments the run
-    (``prepared.graph_deps.instrumentation_settings``), the run starts and becomes current for the
-    rest of ``iter``'s ``__aenter__`` and the ``async with`` block (same task, same context)."""
-
-    async def prepare(wrapped, instance, args, kwargs):
-        prepared = await wrapped(*args, **kwargs)
-        opening = _OPENING.get()
-        if opening is None or opening.agent is not instance or opening.run is not None:
-            return prepared
-        try:
-            state = prepared.state
-            native = getattr(prepared.graph_deps, "instrumentation_settings", None) is not None
+            state, deps = instance.state, instance.graph_deps
+            agent = deps.agent
+            native = getattr(deps, "instrumentation_settings", None) is not None
             run_id = state.run_id
             run = handler.start(
-                framework=NAME, agent=instance, session=state.conversation_id, args=opening.args,
-                kwargs=opening.kwargs, rule=conversation_rule, span=None if native else _spec_for(instance),
+                framework=NAME, agent=agent, session=state.conversation_id, args=(), kwargs={},
+                rule=conversation_rule, span=None if native else _spec_for(agent),
                 run_id=run_id if type(run_id) is str else None, resumed=bool(state.message_history),
                 recheck=False,  # the id is resolved: it does not change during the run
             )
-            if run is not None:
-                opening.run, opening.tokens = run, run.enter()
         except Exception:  # noqa: BLE001 - the run goes on untracked
-            pass
-        return prepared
-
-    def wrapper(wrapped, instance, args, kwargs):
-        if _OPENING.get() is None:
-            return wrapped(*args, **kwargs)
-        return prepare(wrapped, instance, args, kwargs)
+            run = None
+        return cm if run is None else _ScopedRun(cm, run)
 
     return wrapper
 
 
 def instrument(handler: RunHandler) -> None:
-    """Wrap ``Agent.iter`` and ``Agent._prepare_run``. Raises ImportError/AttributeError when this
-    Pydantic AI has neither (the instrumentor then skips the adapter with a warning)."""
-    cls = importlib.import_module("pydantic_ai.agent").Agent
-    for method, make in (("_prepare_run", _prepare_wrapper), ("iter", _iter_wrapper)):
-        getattr(cls, method)  # AttributeError: an unknown shape
-        wrap_function_wrapper(cls, method, make(handler))
-        _wrapped.append((cls, method))
+    """Wrap ``pydantic_ai.agent._PreparedAgentRun.open``. Raises ImportError/AttributeError when
+    this Pydantic AI has none (the instrumentor then skips the adapter with a warning)."""
+    cls = importlib.import_module("pydantic_ai.agent")._PreparedAgentRun
+    wrap_function_wrapper(cls, "open", _open_wrapper(handler))
+    _wrapped.append((cls, "open"))
 
 
 def uninstrument() -> None:
