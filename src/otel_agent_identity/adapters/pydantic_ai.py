@@ -17,7 +17,9 @@ calls, nested agent runs): every span started inside carries the ids.
   ``conversation_id`` as Pydantic AI resolved it (``AgentRun.conversation_id``): the
   ``conversation_id=`` argument, else the most recent one on ``message_history`` (or on
   ``conversation=``), else the UUID7 the framework generated for this run. Adopted as it exists,
-  never made up here. A registered override for the agent type still comes first.
+  never made up here. A registered override for the agent type still comes first; extractors get
+  the agent and that id as ``session`` (``RunCall.args``/``kwargs`` are empty: the call's
+  arguments are not seen here).
 - Execution id (``agent_identity.execution.id``): the run's ``run_id`` (the ``run_id=`` argument,
   else the framework's UUID7).
 - ``agent_identity.conversation.resumed``: whether the run received earlier messages
