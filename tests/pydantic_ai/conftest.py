@@ -2,12 +2,7 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import pytest  # noqa: E402
+import pytest
 
 pytest.importorskip("pydantic_ai")
 

@@ -9,17 +9,18 @@ import logging
 
 import pytest
 from opentelemetry import trace
-from pa_support import (CONV, DIFFERS, EXEC, PARENT_CONV, PARENT_EXEC, RESUMED, count, stream_count,
-                        stream_tool_then_count, tool_then_count)
+from offline_pydantic_ai import echo_model, seen, tool_model
 from pydantic_ai import Agent, RunContext
 from pydantic_ai.models.function import FunctionModel
 
 TRACER = trace.get_tracer("app")
+CONV, EXEC = "gen_ai.conversation.id", "agent_identity.execution.id"
+PARENT_EXEC, PARENT_CONV = "agent_identity.parent.execution.id", "agent_identity.parent.conversation.id"
+RESUMED, DIFFERS = "agent_identity.conversation.resumed", "agent_identity.conversation.parent_differs"
 
 
 def _agent(name="weather", model=None):
-    agent = Agent(FunctionModel(model or tool_then_count("weather", {"city": "Paris"}),
-                                stream_function=stream_tool_then_count("weather", {"city": "Paris"})), name=name)
+    agent = Agent(model or tool_model("weather"), name=name)
 
     @agent.tool_plain
     def weather(city: str) -> str:
@@ -52,7 +53,7 @@ def test_run_sync_and_a_second_turn_with_history(instrumentor, exporter, native)
     agent = _agent()
     first = agent.run_sync("weather?")
     second = agent.run_sync("again?", message_history=first.all_messages())
-    assert first.output.startswith("saw 3") and second.output.startswith("saw 7")  # turn 2 got the history
+    assert seen(first.output) == 3 and seen(second.output) == 7  # turn 2 got the history
     assert second.conversation_id == first.conversation_id and second.run_id != first.run_id
     _check_run(exporter, first, native)
     _check_run(exporter, second, native, resumed=True)
@@ -66,12 +67,12 @@ async def test_async_run_with_given_ids(instrumentor, exporter, native):
 
 
 async def test_run_stream(instrumentor, exporter, native):
-    agent = Agent(FunctionModel(count, stream_function=stream_count), name="streamer")
+    agent = Agent(echo_model(), name="streamer")
     async with agent.run_stream("hi", conversation_id="conv-s") as stream:
         with TRACER.start_as_current_span("tool-body"):  # the caller's code inside the run
             pass
         text = await stream.get_output()
-    assert text == "saw 1"
+    assert seen(text) == 1
     (span,) = _agent_spans(exporter, "streamer")
     assert span.attributes[CONV] == "conv-s"
     (body,) = [s for s in exporter.get_finished_spans() if s.name == "tool-body"]
@@ -89,9 +90,9 @@ async def test_run_stream_events(instrumentor, exporter, native):
 
 
 def test_run_stream_sync(instrumentor, exporter, native):
-    agent = Agent(FunctionModel(count, stream_function=stream_count), name="streamer")
+    agent = Agent(echo_model(), name="streamer")
     with agent.run_stream_sync("hi", conversation_id="conv-ss") as result:
-        assert "".join(result.stream_text(delta=True)) == "saw 1"
+        assert seen("".join(result.stream_text(delta=True))) == 1
     (span,) = _agent_spans(exporter, "streamer")
     assert span.attributes[CONV] == "conv-ss" and span.attributes[EXEC]
 
@@ -122,7 +123,7 @@ async def test_concurrent_runs_do_not_mix_ids(instrumentor, exporter, native):
             await asyncio.sleep(0)
         return city
 
-    agent = Agent(FunctionModel(tool_then_count("slow_weather", {"city": "x"})), name="weather")
+    agent = Agent(tool_model("slow_weather"), name="weather")
     agent.tool_plain(slow_weather)
     results = await asyncio.gather(*(agent.run("q", conversation_id=f"conv-{i}") for i in range(8)))
     assert len({r.run_id for r in results}) == 8
@@ -131,16 +132,16 @@ async def test_concurrent_runs_do_not_mix_ids(instrumentor, exporter, native):
 
 
 def test_nested_run_in_a_tool_records_its_parent(instrumentor, exporter, native):
-    inner = Agent(FunctionModel(count), name="inner")
-    outer = Agent(FunctionModel(tool_then_count("ask_inner", {"q": "x"})), name="outer")
+    inner = Agent(echo_model(), name="inner")
+    outer = Agent(tool_model("ask_inner"), name="outer")
 
     @outer.tool
-    async def ask_inner(ctx: RunContext, q: str) -> str:
-        return (await inner.run(q, usage=ctx.usage)).output  # Pydantic AI gives it a new conversation
+    async def ask_inner(ctx: RunContext, city: str) -> str:
+        return (await inner.run(city, usage=ctx.usage)).output  # Pydantic AI gives it a new conversation
 
     @outer.tool
-    async def ask_inner_same(ctx: RunContext, q: str) -> str:
-        return (await inner.run(q, conversation_id=ctx.conversation_id)).output
+    async def ask_inner_same(ctx: RunContext, city: str) -> str:
+        return (await inner.run(city, conversation_id=ctx.conversation_id)).output
 
     result = outer.run_sync("go")
     (o,) = _agent_spans(exporter, "outer")
@@ -152,7 +153,7 @@ def test_nested_run_in_a_tool_records_its_parent(instrumentor, exporter, native)
     assert parent.name == ("execute_tool ask_inner" if native else "invoke_agent outer")
 
     exporter.clear()
-    outer2 = Agent(FunctionModel(tool_then_count("ask_inner_same", {"q": "x"})), name="outer")
+    outer2 = Agent(tool_model("ask_inner_same"), name="outer")
     outer2.tool(ask_inner_same)
     result = outer2.run_sync("go")
     (i,) = _agent_spans(exporter, "inner")
@@ -160,7 +161,7 @@ def test_nested_run_in_a_tool_records_its_parent(instrumentor, exporter, native)
 
 
 def test_agent_name_inference_still_works(instrumentor, exporter):
-    weather_bot = Agent(FunctionModel(count))  # unnamed: Pydantic AI infers it from the caller's frame
+    weather_bot = Agent(echo_model())  # unnamed: Pydantic AI infers it from the caller's frame
     weather_bot.run_sync("hi")
     assert weather_bot.name == "weather_bot"
     assert len(_agent_spans(exporter, "weather_bot")) == 1
@@ -172,11 +173,11 @@ def test_uninstrument_restores_the_framework(tracer_provider, exporter):
     for _ in range(2):
         inst = AgentIdentityInstrumentor()
         inst.instrument(tracer_provider=tracer_provider)
-        Agent(FunctionModel(count), name="once").run_sync("hi")
+        Agent(echo_model(), name="once").run_sync("hi")
         inst.uninstrument()
     assert len(_agent_spans(exporter, "once")) == 2
     exporter.clear()
-    Agent(FunctionModel(count), name="once").run_sync("hi")
+    Agent(echo_model(), name="once").run_sync("hi")
     assert _agent_spans(exporter, "once") == []
     assert not any(CONV in s.attributes or EXEC in s.attributes for s in exporter.get_finished_spans())
 
@@ -208,6 +209,6 @@ def test_no_frame_of_ours_where_pydantic_ai_reads_its_callers_frames(instrumento
 
     monkeypatch.setattr(_display, "banner_pending", lambda: True)
     monkeypatch.setattr(_display, "started_by_installed_package", started_by_installed_package)
-    Agent(FunctionModel(count), name="framed").run_sync("hi")
+    Agent(echo_model(), name="framed").run_sync("hi")
     assert seen and not [m for m in seen if m and m.startswith("otel_agent_identity")]
     assert len(_agent_spans(exporter, "framed")) == 1
