@@ -7,14 +7,23 @@ COLLECTOR_BIN := collector/_build/otelcol-agentidentity
 ZIPKIN_VERSION := 3.6.1
 ZIPKIN_JAR := .cache/zipkin/zipkin-server-$(ZIPKIN_VERSION)-exec.jar
 
-.PHONY: demo test venv test-python test-go test-rules bench system-deps collector clean zipkin test-dist screenshots \
-	test-peers test-peers-full
+.PHONY: demo test venv venv-adk test-python test-adk test-go test-rules bench system-deps collector clean zipkin \
+	test-dist screenshots test-peers test-peers-full
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[all,test]'
+	touch $@
+
+# Google ADK pins opentelemetry-api/sdk <= 1.44 (the main venv has the newest): its own venv, its own tests.
+VENV_ADK ?= .venv-adk
+venv-adk: $(VENV_ADK)/.installed
+$(VENV_ADK)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV_ADK)
+	$(VENV_ADK)/bin/python -m pip install -q --upgrade pip
+	$(VENV_ADK)/bin/python -m pip install -q -e '.[a2a,mcp,google-adk,test]'
 	touch $@
 
 # Debian packages the tests need (promtool and prometheus for the alert-rule and scrape tests).
@@ -36,10 +45,13 @@ $(ZIPKIN_JAR):
 demo: venv collector zipkin
 	$(PY) examples/demo.py
 
-test: venv collector system-deps zipkin test-go test-rules test-python test-dist test-peers
+test: venv collector system-deps zipkin test-go test-rules test-python test-adk test-dist test-peers
 
 test-python: venv
-	AGENT_IDENTITY_COLLECTOR=$(abspath $(COLLECTOR_BIN)) $(PY) -m pytest
+	AGENT_IDENTITY_COLLECTOR=$(abspath $(COLLECTOR_BIN)) $(PY) -m pytest --ignore=tests/google_adk
+
+test-adk: venv-adk
+	AGENT_IDENTITY_COLLECTOR=$(abspath $(COLLECTOR_BIN)) $(VENV_ADK)/bin/python -m pytest tests/google_adk
 
 # The frameworks' own test suites (their source distributions, tests/peers/peers.py), run without and
 # with the plugin: fails on a test that passes without it and fails with it. `test-peers` runs the
@@ -81,6 +93,6 @@ bench: venv collector
 	cd collector/processor/agentidentityprocessor && go test -run '^$$' -bench . -benchmem
 
 clean:
-	rm -rf $(VENV) collector/_build
+	rm -rf $(VENV) $(VENV_ADK) collector/_build
 
 -include collector/collector.mk

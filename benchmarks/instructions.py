@@ -157,6 +157,31 @@ def _workloads():
 
     w["Agno Agent.run"] = agno
 
+    def pydantic_ai(native=False, processor=None):
+        from pydantic_ai import Agent as PAgent
+        from pydantic_ai.models.instrumented import InstrumentationSettings
+
+        from offline_pydantic_ai import echo_model
+
+        agent = PAgent(echo_model(), name="bench")
+        agent.instrument = native  # the framework's own spans (enriched by ours) or none (ours made)
+        if processor is not None:  # the framework's spans on a provider of their own, with this processor
+            provider = TracerProvider()
+            if processor:
+                provider.add_span_processor(processor)
+            agent.instrument = InstrumentationSettings(tracer_provider=provider)
+        return lambda: run(agent.run("hello", conversation_id="conv_1"))
+
+    w["Pydantic AI Agent.run"] = pydantic_ai
+    w["Pydantic AI Agent.run, native spans"] = lambda: pydantic_ai(True)
+    try:  # pip install openinference-instrumentation-pydantic-ai: not a dependency, measured beside ours
+        from openinference.instrumentation.pydantic_ai import OpenInferenceSpanProcessor
+
+        w["Pydantic AI native spans, no processor"] = lambda: pydantic_ai(True, False)
+        w["Pydantic AI native spans, OpenInference processor"] = lambda: pydantic_ai(True, OpenInferenceSpanProcessor())
+    except ImportError:
+        pass
+
     def child():
         return lambda: tracer.start_span("child").end()
 
@@ -176,7 +201,9 @@ def _workloads():
 
 INSTRUMENTED = {"AF steady turn", f"AF steady turn, {CONCURRENT} concurrent (per run)", "AF steady turn, 256-char id", "AF turn 1", "AF tool turn",
                 "AF steady turn, streamed", "LangGraph invoke", "LangGraph stream", "OpenAI Agents Runner.run",
-                "Agno Agent.run"}
+                "Agno Agent.run", "Pydantic AI Agent.run", "Pydantic AI Agent.run, native spans"}
+#: measured bare only: a peer's cost, compared with its own baseline variant (no processor)
+PEERS = {"Pydantic AI native spans, OpenInference processor": "Pydantic AI native spans, no processor"}
 #: for the child span: bare = our processor registered but outside any run (the SDK calls it on every
 #: span); ours = the same span inside a run's scope, stamped
 PAIRS = {"child span, in a run scope": "child span"}
@@ -198,7 +225,10 @@ def child_main(mode: str, rounds: int, n: int, only: set, labels_path: str, wall
     for name, make in _workloads().items():
         if only and not name.startswith("sdk span") and not any(o in name or o == name + "$" for o in only):
             continue
-        if name in INSTRUMENTED or name.startswith("sdk span") or mode == "ours":  # child spans: ours only
+        if name in PEERS or name in PEERS.values():
+            if mode != "ours":
+                variants.append((name, make))
+        elif name in INSTRUMENTED or name.startswith("sdk span") or mode == "ours":  # child spans: ours only
             variants.append((name, make))
     labels: list = []
     # counting starts here (--instr-atstart=no): imports and set-up run at valgrind's light speed
@@ -289,6 +319,8 @@ def parent_main(args) -> None:
     pairs = [(name, ("ours", name), ("bare", name)) for name in per["ours"] if name in per["bare"]
              and not name.startswith("sdk span")]
     pairs += [(name, ("ours", name), ("ours", bare)) for name, bare in PAIRS.items() if name in per["ours"]]
+    pairs += [(f"{name} (a peer, bare)", ("bare", name), ("bare", base)) for name, base in PEERS.items()
+              if name in per["bare"]]
     if args.control:
         pairs += [(f"{name} (control: bare again)", ("control", name), ("bare", name))
                   for name in per["control"] if name in per["bare"] and not name.startswith("sdk span")]

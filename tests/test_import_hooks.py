@@ -13,7 +13,7 @@ import pytest
 
 #: top-level modules of every framework and library an adapter or guard wraps
 FRAMEWORKS = ("agent_framework", "agent_framework_a2a", "agno", "langgraph", "langchain_core", "a2a", "mcp",
-              "agents", "openai", "httpx", "httpcore", "requests", "urllib3", "aiohttp")
+              "agents", "openai", "pydantic_ai", "httpx", "httpcore", "requests", "urllib3", "aiohttp")
 
 #: one wrapped method per adapter: (module the application imports, object path, attribute)
 WRAPPED = (
@@ -22,17 +22,22 @@ WRAPPED = (
     ("agno.team", "agno.team.team.Team", "run"),  # first: agno.team.team imports agno.agent mid-way
     ("agno.agent", "agno.agent.agent.Agent", "run"),
     ("agno.agent", "agno.agent._run", "initialize_session"),
+    ("agno.agent", "agno.agent._storage", "read_or_create_session"),
     ("agno.workflow", "agno.workflow.workflow.Workflow", "run"),
     ("langgraph.graph", "langgraph.pregel.Pregel", "invoke"),
+    ("langgraph.graph", "langgraph.pregel._loop.PregelLoop", "_first"),
     ("a2a.client", "a2a.client.base_client.BaseClient", "send_message"),
     ("mcp", "mcp.shared.jsonrpc_dispatcher.JSONRPCDispatcher", "send_raw_request"),
     ("agents", "agents.run.AgentRunner", "run"),
+    ("agents", "agents.run_internal.session_persistence", "_session_get_items"),
+    ("pydantic_ai", "pydantic_ai.agent._PreparedAgentRun", "open"),
     ("httpx", "httpcore.ConnectionPool", "handle_request"),
     ("requests", "requests.adapters.HTTPAdapter", "send"),
 )
 
 PROBE = r"""
 import importlib, json, sys
+import wrapt
 FRAMEWORKS, WRAPPED, ORDER = json.loads(sys.argv[1])
 
 def imported():
@@ -44,7 +49,7 @@ def wrapped():
         importlib.import_module(module_name)
         owner_path, name = path.rsplit(".", 1)
         owner = getattr(importlib.import_module(owner_path), name)
-        out[path] = hasattr(vars(owner).get(attr), "__wrapped__")
+        out[path] = isinstance(vars(owner).get(attr), wrapt.FunctionWrapper)  # not __wrapped__: functools sets it too
     return out
 
 def instrument():

@@ -19,6 +19,7 @@ MAX_ID_LENGTH_LIMIT = 4096
 #: namespaces (``session.id``, ``session.previous_id``, ``user.id``, ``user.email``, ``enduser.id``).
 DEFAULT_IDENTITY_BAGGAGE_KEYS = (
     "gen_ai.conversation.id",
+    "gen_ai.agent.*",  # Pydantic AI puts the agent name and its run id (gen_ai.agent.call.id) in baggage
     "agent_identity.*",
     "session.*",
     "user.*",

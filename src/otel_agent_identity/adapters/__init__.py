@@ -10,6 +10,8 @@ ADAPTERS = {
     "a2a": "otel_agent_identity.adapters.a2a_sdk",
     "mcp": "otel_agent_identity.adapters.mcp",
     "openai_agents": "otel_agent_identity.adapters.openai_agents",
+    "pydantic_ai": "otel_agent_identity.adapters.pydantic_ai",
+    "google_adk": "otel_agent_identity.adapters.google_adk",
     "http": "otel_agent_identity.adapters.http_clients",
 }
 
@@ -38,6 +40,8 @@ HOOKS = (
     ("mcp", "mcp", "instrument"),
     ("agent_framework._mcp", "mcp", "instrument_agent_framework_tools"),
     ("agents", "openai_agents", "instrument"),
+    ("pydantic_ai", "pydantic_ai", "instrument"),
+    ("google.adk.runners", "google_adk", "instrument"),
     ("httpcore", "http", "instrument"),
     ("httpcore2", "http", "instrument"),
     ("requests.adapters", "http", "instrument"),

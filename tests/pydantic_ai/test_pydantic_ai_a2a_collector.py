@@ -1,0 +1,114 @@
+"""End to end: examples/pydantic_ai_app.py (a Pydantic AI agent whose tool asks an A2A specialist)
+under ``opentelemetry-instrument``, one conversation per specialist, against two Pydantic AI
+specialists (examples/pydantic_ai_specialist.py): one that passes each context's earlier messages
+to its agent and one that forgets them, all exporting to the real collector binary on 127.0.0.1.
+The hop verdicts are checked against the specialists' own models (how many messages they saw),
+both ways. The caller runs with our agent span; the specialists with Pydantic AI's own
+instrumentation (the forgetful one) and without it (the healthy one)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+import a2a_harness as h
+
+pytest.importorskip("pydantic_ai")
+
+COLLECTOR = os.environ.get("AGENT_IDENTITY_COLLECTOR")
+APP = h.EXAMPLES / "pydantic_ai_app.py"
+SPECIALIST = h.EXAMPLES / "pydantic_ai_specialist.py"
+SHAPES, TURNS = ("history", "forgetful"), 2
+CONV, EXEC, RESUMED = "gen_ai.conversation.id", "agent_identity.execution.id", "agent_identity.conversation.resumed"
+
+pytestmark = [pytest.mark.e2e, pytest.mark.collector]
+
+
+def _start_specialist(shape: str, endpoint: str, truth: Path, native: bool):
+    port = h.free_port()
+    cmd = [str(h.LAUNCHER), sys.executable, str(SPECIALIST), "--port", str(port), "--name", f"pa-{shape}",
+           "--shape", shape, "--truth", str(truth)] + (["--native"] if native else [])
+    log = tempfile.NamedTemporaryFile(prefix=f"pa-{shape}-", suffix=".log", delete=False)
+    with log:
+        proc = subprocess.Popen(cmd, env=h.otel_env(f"pa-{shape}", endpoint), stdout=subprocess.DEVNULL, stderr=log)
+    proc.log_path = Path(log.name)
+    try:
+        h.wait_port(port, proc)
+    except RuntimeError as exc:
+        tail = proc.log_path.read_text(errors="replace")[-2000:]
+        h.stop(proc)
+        raise RuntimeError(f"{exc}; log:\n{tail}") from exc
+    return proc, f"http://127.0.0.1:{port}/"
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    work = tmp_path_factory.mktemp("pa-a2a")
+    collector = h.start_collector(COLLECTOR, work, groupbytrace_wait="1s")
+    specialists = []
+    try:
+        cmd = [str(h.LAUNCHER), sys.executable, str(APP), "--turns", str(TURNS)]
+        for shape in SHAPES:
+            proc, url = _start_specialist(shape, collector.endpoint, work / "truth.jsonl", native=shape == "forgetful")
+            specialists.append(proc)
+            cmd += ["--specialist", url, "--conversation", f"conv-{shape}"]
+        proc = subprocess.run(cmd, env=h.otel_env("pa-app", collector.endpoint), capture_output=True, text=True,
+                              timeout=120)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        records = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith('{"conversation"')]
+        spans = h.wait_for_hops(collector.spans_file, len(records))
+        yield records, spans, h.read_truth(work / "truth.jsonl")
+    finally:
+        for proc in specialists:
+            h.stop(proc)
+        collector.stop()
+
+
+def test_the_caller_kept_each_conversations_history(run):
+    records, _, _ = run
+    assert [(r["conversation"], r["turn"], r["seen"]) for r in records] == [
+        (f"conv-{s}", turn, 3 + 4 * (turn - 1)) for s in SHAPES for turn in range(1, TURNS + 1)]
+
+
+def test_every_caller_span_carries_its_conversation_and_run_id(run):
+    records, spans, _ = run
+    for rec in records:
+        mine = [s for s in spans if s.trace_id == rec["trace_id"] and s.service == "pa-app"]
+        (agent,) = [s for s in mine if s.name == "invoke_agent weather_agent"]
+        assert agent.parent_id == "" and agent.attributes["gen_ai.provider.name"] == "pydantic_ai"
+        assert agent.attributes[CONV] == rec["conversation"] and agent.attributes[EXEC] == rec["run_id"]
+        assert agent.attributes[RESUMED] is (rec["turn"] > 1)
+        (hop,) = [s for s in mine if s.kind == 3 and s.name.startswith("invoke_agent")]  # the A2A CLIENT span
+        assert hop.attributes["agent_identity.parent.execution.id"] == rec["run_id"]
+        assert all(s.attributes.get(EXEC) for s in mine)
+        assert all(s.attributes[EXEC] == rec["run_id"] for s in mine if s.parent_id == agent.span_id and s is not hop)
+
+
+def test_the_specialists_serving_runs_record_resumed(run):
+    records, spans, truth = run
+    for rec in records:
+        shape = rec["conversation"].removeprefix("conv-")
+        served = [s for s in spans if s.trace_id == rec["trace_id"] and s.service == f"pa-{shape}"
+                  and s.name.startswith("invoke_agent")]
+        (agent,) = served  # one agent span: the framework's, enriched, when its instrumentation is on
+        assert ("gen_ai.agent.call.id" in agent.attributes) is (shape == "forgetful")
+        assert agent.attributes[RESUMED] is (shape == "history" and rec["turn"] > 1)
+        assert agent.attributes[RESUMED] is (truth[rec["trace_id"]] != [1])  # the model's own account
+
+
+def test_the_collector_verdict_of_every_hop_is_the_ground_truth(run):
+    records, spans, truth = run
+    got, want = [], []
+    for rec in records:
+        hops = [s for s in h.hop_spans(spans) if s.trace_id == rec["trace_id"]]
+        assert len(hops) == 1 and hops[0].attributes["agent_identity.hop.caller.service.name"] == "pa-app"
+        got.append(hops[0].attributes["agent_identity.hop.result"])
+        want.append(h.expected_result({**rec, "answered": rec["context_id"]}, truth[rec["trace_id"]]))
+    assert got == want
+    assert want == ["first_turn", "continued", "first_turn", "state_not_resumed"]  # both ways: kept and forgot
