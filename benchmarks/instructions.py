@@ -24,6 +24,8 @@ import argparse
 import asyncio
 import gc
 import glob
+import importlib
+import importlib.util
 import json
 import os
 import statistics
@@ -46,19 +48,25 @@ def _marker() -> None:
 
 
 # -- workloads: name -> (make(mode) -> callable, modes) ----------------------------------------------
+# each framework is imported by its own workloads only (Google ADK runs in .venv-adk, without Agent
+# Framework): these are imported before counting starts when one of their workloads is selected, and
+# their workloads are skipped where the framework is not installed
+PREIMPORT = {"AF ": ("agent_framework", "offline_chat"), "Google ADK": ("google.adk.runners", "offline_adk")}
+
+
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ImportError:  # a parent package is missing
+        return False
+
+
 def _workloads():
-    from agent_framework import Agent
-    from agent_framework.observability import OBSERVABILITY_SETTINGS
     from conftest import PROVIDER
     from opentelemetry.sdk.trace import TracerProvider
 
-    from offline_chat import OfflineChatClient
     from otel_agent_identity.scope import IdentityScope, attach, detach
 
-    sys.path.insert(0, str(HERE.parent / "tests" / "agent_framework"))
-    from helpers import get_weather
-
-    OBSERVABILITY_SETTINGS.enable_instrumentation = True
     loop = asyncio.new_event_loop()
     run = loop.run_until_complete
     bare_tracer = TracerProvider().get_tracer("unit")
@@ -69,8 +77,17 @@ def _workloads():
     six = {f"a{i}": "v" for i in range(6)}
     w["sdk span, 6 attributes"] = lambda: lambda: bare_tracer.start_span("s", attributes=six).end()
 
+    def af_agent(name="bench", **kwargs):  # an Agent Framework agent on the offline chat client
+        from agent_framework import Agent
+        from agent_framework.observability import OBSERVABILITY_SETTINGS
+
+        from offline_chat import OfflineChatClient
+
+        OBSERVABILITY_SETTINGS.enable_instrumentation = True
+        return Agent(client=OfflineChatClient(mode="service"), name=name, **kwargs)
+
     def af_steady(cid=None):
-        agent = Agent(client=OfflineChatClient(mode="service"), name="bench")
+        agent = af_agent()
         session = agent.create_session()
         if cid:
             session.service_session_id = cid
@@ -81,13 +98,16 @@ def _workloads():
     w["AF steady turn, 256-char id"] = lambda: af_steady(LONG_ID)
 
     def af_turn1():
-        agent = Agent(client=OfflineChatClient(mode="service"), name="bench")
+        agent = af_agent()
         return lambda: run(agent.run("hello", session=agent.create_session()))
 
     w["AF turn 1"] = af_turn1
 
     def af_tool():
-        agent = Agent(client=OfflineChatClient(mode="service"), name="bench", tools=[get_weather])
+        sys.path.insert(0, str(HERE.parent / "tests" / "agent_framework"))
+        from helpers import get_weather
+
+        agent = af_agent(tools=[get_weather])
         session = agent.create_session()
         run(agent.run("weather?", session=session))
         return lambda: run(agent.run("weather?", session=session))
@@ -95,7 +115,7 @@ def _workloads():
     w["AF tool turn"] = af_tool
 
     def af_concurrent():
-        agents = [Agent(client=OfflineChatClient(mode="service"), name=f"bench{i}") for i in range(CONCURRENT)]
+        agents = [af_agent(f"bench{i}") for i in range(CONCURRENT)]
         sessions = [a.create_session() for a in agents]
 
         async def turns():
@@ -107,7 +127,7 @@ def _workloads():
     w[f"AF steady turn, {CONCURRENT} concurrent (per run)"] = af_concurrent
 
     def af_stream():
-        agent = Agent(client=OfflineChatClient(mode="service"), name="bench")
+        agent = af_agent()
         session = agent.create_session()
         run(agent.run("hello", session=session))
 
@@ -182,6 +202,31 @@ def _workloads():
     except ImportError:
         pass
 
+    def adk():  # one turn of a new session (the session's history would grow run after run)
+        import logging
+
+        from google.adk.agents import LlmAgent
+        from google.adk.runners import Runner
+        from google.adk.sessions import InMemorySessionService
+        from google.genai import types
+
+        from offline_adk import OfflineLlm
+
+        runner = Runner(app_name="bench", agent=LlmAgent(name="bench", model=OfflineLlm()),
+                        session_service=InMemorySessionService(), auto_create_session=True)
+        message = types.Content(role="user", parts=[types.Part(text="hello")])
+        # a warning per run otherwise: the offline model reports no token usage
+        logging.getLogger("google_adk.google.adk.telemetry._metrics").setLevel(logging.ERROR)
+        sessions = iter(range(1 << 62))
+
+        async def turn():
+            async for _ in runner.run_async(user_id="u", session_id=f"s{next(sessions)}", new_message=message):
+                pass
+
+        return lambda: run(turn())
+
+    w["Google ADK Runner.run_async"] = adk
+
     def child():
         return lambda: tracer.start_span("child").end()
 
@@ -201,18 +246,27 @@ def _workloads():
 
 INSTRUMENTED = {"AF steady turn", f"AF steady turn, {CONCURRENT} concurrent (per run)", "AF steady turn, 256-char id", "AF turn 1", "AF tool turn",
                 "AF steady turn, streamed", "LangGraph invoke", "LangGraph stream", "OpenAI Agents Runner.run",
-                "Agno Agent.run", "Pydantic AI Agent.run", "Pydantic AI Agent.run, native spans"}
+                "Agno Agent.run", "Pydantic AI Agent.run", "Pydantic AI Agent.run, native spans",
+                "Google ADK Runner.run_async"}
 #: measured bare only: a peer's cost, compared with its own baseline variant (no processor)
 PEERS = {"Pydantic AI native spans, OpenInference processor": "Pydantic AI native spans, no processor"}
 #: for the child span: bare = our processor registered but outside any run (the SDK calls it on every
 #: span); ours = the same span inside a run's scope, stamped
 PAIRS = {"child span, in a run scope": "child span"}
+#: a peer's instrumentor, not a dependency (pip install it): measured in a process of its own, set up
+#: as bare and instrumented by it once, before anything is built, on the workloads it instruments
+PEER_MODES = {"openinference": ("Google ADK", "openinference.instrumentation.google_adk", "GoogleADKInstrumentor")}
+
+
+def _selected(name: str, only: set) -> bool:
+    return not only or name.startswith("sdk span") or any(o in name or o == name + "$" for o in only)
 
 
 def child_main(mode: str, rounds: int, n: int, only: set, labels_path: str, wall: bool = False) -> None:
     """Measure every selected variant, round after round, in one mode: ``ours`` (instrumented once,
-    before anything is built) or ``bare`` (our processor registered, quiet: the instrumentor ran
-    and was undone before anything is built)."""
+    before anything is built), ``bare`` (our processor registered, quiet: the instrumentor ran
+    and was undone before anything is built) or a peer's (:data:`PEER_MODES`: bare, and the peer's
+    instrumentor on)."""
     from conftest import PROVIDER
     from otel_agent_identity import AgentIdentityInstrumentor
     from otel_agent_identity.scope import detach
@@ -221,15 +275,26 @@ def child_main(mode: str, rounds: int, n: int, only: set, labels_path: str, wall
     inst.instrument(tracer_provider=PROVIDER)
     if mode != "ours":
         inst.uninstrument()
+    if mode in PEER_MODES:
+        peer_workloads, module, cls = PEER_MODES[mode]
+        getattr(importlib.import_module(module), cls)().instrument(tracer_provider=PROVIDER)
     variants = []
     for name, make in _workloads().items():
-        if only and not name.startswith("sdk span") and not any(o in name or o == name + "$" for o in only):
+        if not _selected(name, only) or not all(_installed(m) for start, modules in PREIMPORT.items()
+                                                if name.startswith(start) for m in modules):
             continue
-        if name in PEERS or name in PEERS.values():
+        if mode in PEER_MODES:
+            if name.startswith((peer_workloads, "sdk span")):
+                variants.append((name, make))
+        elif name in PEERS or name in PEERS.values():
             if mode != "ours":
                 variants.append((name, make))
         elif name in INSTRUMENTED or name.startswith("sdk span") or mode == "ours":  # child spans: ours only
             variants.append((name, make))
+    for prefix, modules in PREIMPORT.items():
+        if any(name.startswith(prefix) for name, _ in variants):
+            for module in modules:
+                importlib.import_module(module)
     labels: list = []
     # counting starts here (--instr-atstart=no): imports and set-up run at valgrind's light speed
     if not wall:
@@ -298,7 +363,10 @@ def _per_call(out: str, wall: bool) -> dict:
 
 
 def parent_main(args) -> None:
-    modes = ["bare", "ours"] + (["control"] if args.control else [])
+    only = {o for o in args.only.split(",") if o}
+    modes = ["bare", "ours"] + (["control"] if args.control else []) + [
+        mode for mode, (prefix, module, _) in PEER_MODES.items()  # when installed and selected
+        if _installed(module) and (not only or any(o.rstrip("$") in prefix or prefix in o for o in only))]
     procs = {mode: _measure(mode, args) for mode in modes}  # side by side: one process per mode
     for proc in procs.values():
         if proc.wait() != 0:
@@ -321,6 +389,8 @@ def parent_main(args) -> None:
     pairs += [(name, ("ours", name), ("ours", bare)) for name, bare in PAIRS.items() if name in per["ours"]]
     pairs += [(f"{name} (a peer, bare)", ("bare", name), ("bare", base)) for name, base in PEERS.items()
               if name in per["bare"]]
+    pairs += [(f"{name} ({mode}, a peer)", (mode, name), ("bare", name)) for mode in PEER_MODES
+              if mode in per for name in per[mode] if name in per["bare"] and not name.startswith("sdk span")]
     if args.control:
         pairs += [(f"{name} (control: bare again)", ("control", name), ("bare", name))
                   for name in per["control"] if name in per["bare"] and not name.startswith("sdk span")]
@@ -333,7 +403,7 @@ def parent_main(args) -> None:
 
 if __name__ == "__main__":
     p = argparse.ArgumentParser()
-    p.add_argument("--child", choices=("bare", "ours", "control"))
+    p.add_argument("--child", choices=("bare", "ours", "control", *PEER_MODES))
     p.add_argument("--rounds", type=int, default=3)
     # N >= 16: with fewer runs per segment, where the garbage collector's older-generation passes
     # fall (one segment or the other) moves a per-run figure by up to 0.3 span
