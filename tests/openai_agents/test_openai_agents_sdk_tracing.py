@@ -88,7 +88,9 @@ async def test_openai_conversations_session_id_is_read_after_the_first_turn(inst
     assert tool_span.attributes[CONV] == conv_id and tool_span.attributes[EXEC] == spans[0].attributes[EXEC]
     assert all("agent_identity.conversation.changed" not in s.attributes for s in spans)
     assert spans[0].attributes[EXEC] != spans[1].attributes[EXEC]
-    assert not caplog.records  # "not yet available" before turn 1 is no extractor failure
+    # "not yet available" before turn 1 is no extractor failure (only our logger: another test's
+    # unclosed httpx2 client may log from asyncio when the garbage collector closes it here)
+    assert not [r for r in caplog.records if r.name.startswith("otel_agent_identity")]
 
 
 def test_uninstrument_restores_the_runner(tracer_provider, exporter):
