@@ -48,7 +48,9 @@ def _written(store: BoundedAttributes, key: str) -> None:
         else:
             values, scope = rec if type(rec) is tuple else (rec.attributes, rec)
             if key in values:
-                setattr(store, _REC, ({k: v for k, v in values.items() if k != key}, scope))
+                values = dict(values)  # a copy, not a comprehension: no Python call per note
+                del values[key]
+                setattr(store, _REC, (values, scope))
     except Exception:  # noqa: BLE001 - never break the application's write
         _logger.debug("otel-agent-identity: could not note a write", exc_info=True)
 
