@@ -254,6 +254,21 @@ def app_hops(binary: str | Path, workdir: Path, app: str, service: str, flag: st
         yield records, wait_for_hops(collector.spans_file, len(records)), read_truth(truth)
 
 
+def app_verdicts(records: list[dict], spans: list[Span], truth: dict[str, list[int]],
+                 caller: str) -> tuple[list[str], list[str]]:
+    """Per record of :func:`app_hops`: the collector's verdict on its hop and the one its ground
+    truth calls for (:func:`expected_result`, the reply in the contextId sent). Returns ``(got,
+    want)``. Raises AssertionError when a record's trace has not exactly one hop from ``caller``."""
+    got, want = [], []
+    for rec in records:
+        hops = [s for s in hop_spans(spans) if s.trace_id == rec["trace_id"]]
+        if len(hops) != 1 or hops[0].attributes["agent_identity.hop.caller.service.name"] != caller:
+            raise AssertionError(f"not one hop from {caller} in trace {rec['trace_id']}: {hops}")
+        got.append(hops[0].attributes["agent_identity.hop.result"])
+        want.append(expected_result({**rec, "answered": rec["context_id"]}, truth[rec["trace_id"]]))
+    return got, want
+
+
 def read_truth(path: Path) -> dict[str, list[int]]:
     """trace id -> the message counts the callee's model reported in that trace (ground truth)."""
     out: dict[str, list[int]] = {}

@@ -54,12 +54,6 @@ def test_every_span_of_a_run_carries_its_session_and_run_id(run):
 
 
 def test_the_collector_verdict_of_every_hop_is_the_ground_truth(run):
-    records, spans, truth = run
-    got, want = [], []
-    for rec in records:
-        hops = [s for s in h.hop_spans(spans) if s.trace_id == rec["trace_id"]]
-        assert len(hops) == 1 and hops[0].attributes["agent_identity.hop.caller.service.name"] == "agno-app"
-        got.append(hops[0].attributes["agent_identity.hop.result"])
-        want.append(h.expected_result({**rec, "answered": rec["context_id"]}, truth[rec["trace_id"]]))
+    got, want = h.app_verdicts(*run, caller="agno-app")
     assert got == want
     assert want == ["first_turn", "continued", "first_turn", "context_changed"]  # both ways: kept and forgot

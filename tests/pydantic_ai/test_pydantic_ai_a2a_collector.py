@@ -73,12 +73,6 @@ def test_the_specialists_serving_runs_record_resumed(run):
 
 
 def test_the_collector_verdict_of_every_hop_is_the_ground_truth(run):
-    records, spans, truth = run
-    got, want = [], []
-    for rec in records:
-        hops = [s for s in h.hop_spans(spans) if s.trace_id == rec["trace_id"]]
-        assert len(hops) == 1 and hops[0].attributes["agent_identity.hop.caller.service.name"] == "pa-app"
-        got.append(hops[0].attributes["agent_identity.hop.result"])
-        want.append(h.expected_result({**rec, "answered": rec["context_id"]}, truth[rec["trace_id"]]))
+    got, want = h.app_verdicts(*run, caller="pa-app")
     assert got == want
     assert want == ["first_turn", "continued", "first_turn", "state_not_resumed"]  # both ways: kept and forgot
