@@ -15,9 +15,10 @@ import tempfile
 import threading
 import time
 import urllib.request
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Iterator, Optional
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -127,14 +128,16 @@ def start_specialist(service: str, endpoint: Optional[str], shape: str = "a2a-ex
     return start_server("specialist.py", service, endpoint, *args, **extra)
 
 
-def start_server(script: str, service: str, endpoint: Optional[str], *args: str, **extra: str):
+def start_server(script: str, service: str, endpoint: Optional[str], *args: str, stdout: int = subprocess.PIPE,
+                 **extra: str):
     """Start ``examples/<script> --port P --name service *args`` under the launcher; returns
-    ``(process, url)`` once it listens (stdout a pipe, stderr the file ``process.log_path``)."""
+    ``(process, url)`` once it listens (``stdout``: a pipe unless told, e.g. ``subprocess.DEVNULL``;
+    stderr the file ``process.log_path``). Raises RuntimeError (with its log) if it never listens."""
     port = free_port()
     log = tempfile.NamedTemporaryFile(prefix=f"{service}-", suffix=".log", delete=False)
     cmd = [str(LAUNCHER), sys.executable, str(EXAMPLES / script), "--port", str(port), "--name", service, *args]
     with log:
-        proc = subprocess.Popen(cmd, env=otel_env(service, endpoint, **extra), stdout=subprocess.PIPE,
+        proc = subprocess.Popen(cmd, env=otel_env(service, endpoint, **extra), stdout=stdout,
                                 stderr=log, text=True)
     proc.log_path = Path(log.name)
     try:
@@ -202,6 +205,68 @@ def run_orchestrator(specialists: list[tuple[str, str]], endpoint: Optional[str]
                           timeout=120, check=True)
     records = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith('{"conversation"')]
     return records, proc
+
+
+def run_both_callers(specialists: list[tuple[str, str]], endpoint: str, turns: int) -> dict[str, list[dict]]:
+    """:func:`run_orchestrator` once with ``A2AAgent`` and once with a direct a2a-sdk client against
+    the same specialists; returns ``{"a2a_agent": records, "direct": records}``. Raises
+    CalledProcessError."""
+    return {caller: run_orchestrator(specialists, endpoint, turns=turns, direct=caller == "direct")[0]
+            for caller in ("a2a_agent", "direct")}
+
+
+@contextmanager
+def collector_run(binary: str | Path, workdir: Path, groupbytrace_wait: str = "3s") -> Iterator[tuple[Collector, list]]:
+    """:func:`start_collector`, yielding ``(collector, processes)``: every process the caller appends
+    to ``processes`` is stopped on exit, then the collector."""
+    collector = start_collector(binary, workdir, groupbytrace_wait)
+    procs: list[subprocess.Popen] = []
+    try:
+        yield collector, procs
+    finally:
+        for proc in procs:
+            stop(proc)
+        collector.stop()
+
+
+@contextmanager
+def app_hops(binary: str | Path, workdir: Path, app: str, service: str, flag: str, shapes: tuple[str, ...],
+             start: Callable[[str, str, Path], tuple[subprocess.Popen, str]], turns: int,
+             **extra: str) -> Iterator[tuple[list[dict], list[Span], dict[str, list[int]]]]:
+    """One framework's caller app against one specialist per shape, through the collector: starts
+    the collector and ``start(shape, endpoint, truth_file) -> (process, url)`` per shape, runs
+    ``examples/<app> --turns N`` (``--specialist url --<flag> conv-<shape>`` per shape) under the
+    launcher as ``service`` (``extra``: its environment), waits for one hop per record. Yields
+    ``(records, spans, truth)``: the app's JSON lines starting ``{"<flag>"``, every span the collector
+    wrote, :func:`read_truth`. Raises RuntimeError when the app fails."""
+    truth = workdir / "truth.jsonl"
+    with collector_run(binary, workdir, groupbytrace_wait="1s") as (collector, procs):
+        cmd = [str(LAUNCHER), sys.executable, str(EXAMPLES / app), "--turns", str(turns)]
+        for shape in shapes:
+            proc, url = start(shape, collector.endpoint, truth)
+            procs.append(proc)
+            cmd += ["--specialist", url, f"--{flag}", f"conv-{shape}"]
+        proc = subprocess.run(cmd, env=otel_env(service, collector.endpoint, **extra), capture_output=True,
+                              text=True, timeout=120)
+        if proc.returncode:
+            raise RuntimeError(f"{app} exited with {proc.returncode}:\n{proc.stderr[-3000:]}")
+        records = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith(f'{{"{flag}"')]
+        yield records, wait_for_hops(collector.spans_file, len(records)), read_truth(truth)
+
+
+def app_verdicts(records: list[dict], spans: list[Span], truth: dict[str, list[int]],
+                 caller: str) -> tuple[list[str], list[str]]:
+    """Per record of :func:`app_hops`: the collector's verdict on its hop and the one its ground
+    truth calls for (:func:`expected_result`, the reply in the contextId sent). Returns ``(got,
+    want)``. Raises AssertionError when a record's trace has not exactly one hop from ``caller``."""
+    got, want = [], []
+    for rec in records:
+        hops = [s for s in hop_spans(spans) if s.trace_id == rec["trace_id"]]
+        if len(hops) != 1 or hops[0].attributes["agent_identity.hop.caller.service.name"] != caller:
+            raise AssertionError(f"not one hop from {caller} in trace {rec['trace_id']}: {hops}")
+        got.append(hops[0].attributes["agent_identity.hop.result"])
+        want.append(expected_result({**rec, "answered": rec["context_id"]}, truth[rec["trace_id"]]))
+    return got, want
 
 
 def read_truth(path: Path) -> dict[str, list[int]]:

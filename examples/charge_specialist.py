@@ -37,7 +37,7 @@ from langgraph.graph import END, START, StateGraph  # noqa: E402
 from opentelemetry import trace  # noqa: E402
 
 import otel_agent_identity  # noqa: E402
-from specialist import serve  # noqa: E402
+from a2a_serve import serve  # noqa: E402
 
 
 class Charge(TypedDict, total=False):

@@ -21,7 +21,7 @@ Shapes (``CONTINUES``: what really happens on turns 2+ of one contextId):
     ``previous_response_id`` (the executor keeps the last response id per context). Continues.
 
 Ground truth: each model reports how many messages of the conversation it saw per request
-(``specialist._truth``: 1, 3, 5 when it continues; 1, 1, 1 when it forgets).
+(``a2a_serve.write_truth``: 1, 3, 5 when it continues; 1, 1, 1 when it forgets).
 """
 
 from __future__ import annotations

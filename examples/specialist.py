@@ -32,7 +32,6 @@ Prints ``ready <url>`` on stdout once it accepts requests.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import uuid
@@ -41,19 +40,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import otel_agent_identity  # noqa: E402
-import uvicorn  # noqa: E402
 from a2a.helpers.proto_helpers import get_message_text, new_text_message  # noqa: E402
 from a2a.server.agent_execution import AgentExecutor  # noqa: E402
-from a2a.server.request_handlers import DefaultRequestHandler  # noqa: E402
-from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes  # noqa: E402
-from a2a.server.tasks import InMemoryTaskStore  # noqa: E402
-from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill  # noqa: E402
 from agent_framework import Agent, AgentSession  # noqa: E402
 from agent_framework.a2a import A2AExecutor  # noqa: E402
-from opentelemetry import trace  # noqa: E402
 from starlette.applications import Starlette  # noqa: E402
 
 import framework_specialists  # noqa: E402
+from a2a_serve import executor_app, serve, write_truth  # noqa: E402
 from offline_chat import OfflineChatClient  # noqa: E402
 
 SHAPES = ("session-service", "session-local", "a2a-executor", "plain", "plain-new-context")
@@ -67,14 +61,6 @@ class ForgetfulAgent(Agent):
 
     def create_session(self, *, session_id: str | None = None, **kwargs) -> AgentSession:
         return super().create_session(**kwargs)
-
-
-def _truth(path: str | None, messages: int, conversation_id: str | None) -> None:
-    if path:
-        ctx = trace.get_current_span().get_span_context()
-        with open(path, "a", encoding="utf-8") as out:
-            out.write(json.dumps({"trace_id": format(ctx.trace_id, "032x"), "messages": messages,
-                                  "conversation_id": conversation_id}) + "\n")
 
 
 class SessionExecutor(AgentExecutor):
@@ -109,7 +95,7 @@ class PlainExecutor(AgentExecutor):
         otel_agent_identity.resumed(ctx in self.history)  # no framework adapter can tell: declared
         seen = self.history.get(ctx, 0) + 1
         self.history[ctx] = seen + 1  # and the reply
-        _truth(self.truth, seen, ctx)
+        write_truth(self.truth, seen, ctx)
         text = f"echo: {get_message_text(context.message)}"
         await event_queue.enqueue_event(new_text_message(text, context_id=ctx))
 
@@ -120,7 +106,7 @@ class PlainExecutor(AgentExecutor):
 def build_executor(shape: str, name: str, truth: str | None, stream: bool = False,
                    db: str | None = None) -> AgentExecutor:
     if shape in framework_specialists.CONTINUES:
-        return framework_specialists.build_executor(shape, name, lambda n, cid: _truth(truth, n, cid), db)
+        return framework_specialists.build_executor(shape, name, lambda n, cid: write_truth(truth, n, cid), db)
     if shape.startswith("plain"):
         return PlainExecutor(truth, new_context=shape == "plain-new-context")
     mode = "service" if shape == "session-service" else "local"
@@ -137,23 +123,6 @@ def build_app(url: str, name: str, shape: str = "a2a-executor", truth: str | Non
     return executor_app(build_executor(shape, name, truth, stream, db), url, name)
 
 
-def executor_app(executor: AgentExecutor, url: str, name: str,
-                 description: str = "Answers weather questions (offline).") -> Starlette:
-    """The Starlette app serving ``executor`` (Agent Card routes and JSON-RPC at ``url``)."""
-    card = AgentCard(
-        name=name,
-        description=description,
-        version="1.0.0",
-        supported_interfaces=[AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version="1.0")],
-        capabilities=AgentCapabilities(streaming=True),
-        default_input_modes=["text/plain"],
-        default_output_modes=["text/plain"],
-        skills=[AgentSkill(id="weather", name="weather", description="weather", tags=["weather"])],
-    )
-    handler = DefaultRequestHandler(agent_executor=executor, task_store=InMemoryTaskStore(), agent_card=card)
-    return Starlette(routes=[*create_agent_card_routes(card), *create_jsonrpc_routes(handler, rpc_url="/")])
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, required=True)
@@ -165,22 +134,6 @@ def main() -> None:
     parser.add_argument("--db", help="Agno shapes: the SQLite file of the sessions (replicas share one)")
     args = parser.parse_args()
     serve(build_executor(args.shape, args.name, args.truth, args.stream, args.db), args.name, args.port)
-
-
-def serve(executor: AgentExecutor, name: str, port: int, description: str = "Answers weather questions (offline).") -> None:
-    """Serve ``executor`` on 127.0.0.1:``port`` until stopped; prints ``ready <url>`` once listening."""
-    url = f"http://127.0.0.1:{port}/"
-    config = uvicorn.Config(executor_app(executor, url, name, description), host="127.0.0.1", port=port,
-                            log_level="warning")
-    server = uvicorn.Server(config)
-    original_startup = server.startup
-
-    async def startup(sockets=None):
-        await original_startup(sockets)
-        print(f"ready {url}", flush=True)
-
-    server.startup = startup
-    server.run()
 
 
 if __name__ == "__main__":

@@ -36,30 +36,20 @@ pytestmark = [
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     work = tmp_path_factory.mktemp("frameworks")
-    collector = h.start_collector(COLLECTOR, work)
     truth, db = work / "truth.jsonl", work / "replicas.db"
     plan = [(shape, shape, None) for shape in CONTINUES] + [(REPLICAS, "agno-session", db)] * 2
-    procs = []
-    try:
+    with h.collector_run(COLLECTOR, work) as (collector, procs):
         with ThreadPoolExecutor(4) as pool:  # processes start in parallel: each imports its framework
             started = list(pool.map(lambda p: h.start_specialist(p[0], collector.endpoint, shape=p[1], truth=truth,
                                                                  db=p[2], AGNO_TELEMETRY="false"), plan))
-        procs = [proc for proc, _ in started]
+        procs.extend(proc for proc, _ in started)
         urls: dict[str, list[str]] = {}
         for (service, _shape, _db), (_proc, url) in zip(plan, started):
             urls.setdefault(service, []).append(url)
         specialists = [(service, ",".join(u)) for service, u in urls.items()]
-        records = {}
-        for caller in ("a2a_agent", "direct"):
-            records[caller], _ = h.run_orchestrator(specialists, collector.endpoint, turns=TURNS,
-                                                    direct=caller == "direct")
-        everything = records["a2a_agent"] + records["direct"]
-        spans = h.wait_for_hops(collector.spans_file, len(everything))
+        records = h.run_both_callers(specialists, collector.endpoint, TURNS)
+        spans = h.wait_for_hops(collector.spans_file, len(records["a2a_agent"] + records["direct"]))
         yield records, spans, h.read_truth(truth)
-    finally:
-        for proc in procs:
-            h.stop(proc)
-        collector.stop()
 
 
 def _continues(service: str) -> bool:

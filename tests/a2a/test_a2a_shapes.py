@@ -29,26 +29,17 @@ pytestmark = [
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     work = tmp_path_factory.mktemp("shapes")
-    collector = h.start_collector(COLLECTOR, work)
-    procs = []
-    try:
+    with h.collector_run(COLLECTOR, work) as (collector, procs):
         specialists = []
         for shape in SHAPES:
             proc, url = h.start_specialist(shape, collector.endpoint, shape=shape, truth=work / "truth.jsonl")
             procs.append(proc)
             specialists.append((shape, url))
-        records = {}
-        for caller in ("a2a_agent", "direct"):
-            records[caller], _ = h.run_orchestrator(specialists, collector.endpoint, turns=TURNS,
-                                                    direct=caller == "direct")
+        records = h.run_both_callers(specialists, collector.endpoint, TURNS)
         everything = records["a2a_agent"] + records["direct"]
         spans = h.wait_for_hops(collector.spans_file, len(everything))
         samples = _settled_counts(collector, len(everything))
         yield records, spans, h.read_truth(work / "truth.jsonl"), samples, collector
-    finally:
-        for proc in procs:
-            h.stop(proc)
-        collector.stop()
 
 
 def _settled_counts(collector, hops: int):

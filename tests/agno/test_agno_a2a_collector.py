@@ -6,10 +6,7 @@ models (how many messages they saw), both ways."""
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 
 import pytest
 
@@ -17,7 +14,7 @@ import a2a_harness as h
 from agno_support import CONV, EXEC, PARENT
 
 COLLECTOR = os.environ.get("AGENT_IDENTITY_COLLECTOR")
-APP = h.EXAMPLES / "agno_orchestrator.py"
+APP = "agno_orchestrator.py"
 SHAPES, TURNS = ("session-local", "plain-new-context"), 2
 
 pytestmark = [
@@ -26,27 +23,16 @@ pytestmark = [
 ]
 
 
+def _start_specialist(shape: str, endpoint: str, truth):
+    return h.start_specialist(shape, endpoint, shape=shape, truth=truth)
+
+
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     work = tmp_path_factory.mktemp("agno-a2a")
-    collector = h.start_collector(COLLECTOR, work, groupbytrace_wait="1s")
-    specialists = []
-    try:
-        cmd = [str(h.LAUNCHER), sys.executable, str(APP), "--turns", str(TURNS)]
-        for shape in SHAPES:
-            proc, url = h.start_specialist(shape, collector.endpoint, shape=shape, truth=work / "truth.jsonl")
-            specialists.append(proc)
-            cmd += ["--specialist", url, "--session", f"conv-{shape}"]
-        proc = subprocess.run(cmd, env=h.otel_env("agno-app", collector.endpoint, AGNO_TELEMETRY="false"),
-                              capture_output=True, text=True, timeout=120)
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        records = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith('{"session"')]
-        spans = h.wait_for_hops(collector.spans_file, len(records))
-        yield records, spans, h.read_truth(work / "truth.jsonl")
-    finally:
-        for proc in specialists:
-            h.stop(proc)
-        collector.stop()
+    with h.app_hops(COLLECTOR, work, APP, "agno-app", "session", SHAPES, _start_specialist, TURNS,
+                    AGNO_TELEMETRY="false") as run:
+        yield run
 
 
 def test_agno_resumed_each_sessions_history(run):
@@ -68,12 +54,6 @@ def test_every_span_of_a_run_carries_its_session_and_run_id(run):
 
 
 def test_the_collector_verdict_of_every_hop_is_the_ground_truth(run):
-    records, spans, truth = run
-    got, want = [], []
-    for rec in records:
-        hops = [s for s in h.hop_spans(spans) if s.trace_id == rec["trace_id"]]
-        assert len(hops) == 1 and hops[0].attributes["agent_identity.hop.caller.service.name"] == "agno-app"
-        got.append(hops[0].attributes["agent_identity.hop.result"])
-        want.append(h.expected_result({**rec, "answered": rec["context_id"]}, truth[rec["trace_id"]]))
+    got, want = h.app_verdicts(*run, caller="agno-app")
     assert got == want
     assert want == ["first_turn", "continued", "first_turn", "context_changed"]  # both ways: kept and forgot

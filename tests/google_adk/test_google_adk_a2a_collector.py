@@ -7,11 +7,8 @@ ways."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
-import sys
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -19,8 +16,8 @@ import pytest
 import a2a_harness as h
 
 COLLECTOR = os.environ.get("AGENT_IDENTITY_COLLECTOR")
-APP = h.EXAMPLES / "adk_app.py"
-SPECIALIST = h.EXAMPLES / "adk_specialist.py"
+APP = "adk_app.py"
+SPECIALIST = "adk_specialist.py"
 SHAPES, TURNS = ("session", "forgetful"), 2
 CONV, EXEC, RESUMED = "gen_ai.conversation.id", "agent_identity.execution.id", "agent_identity.conversation.resumed"
 
@@ -28,44 +25,15 @@ pytestmark = [pytest.mark.e2e, pytest.mark.collector]
 
 
 def _start_specialist(shape: str, endpoint: str, truth: Path):
-    port = h.free_port()
-    cmd = [str(h.LAUNCHER), sys.executable, str(SPECIALIST), "--port", str(port), "--name", f"adk-{shape}",
-           "--shape", shape, "--truth", str(truth)]
-    log = tempfile.NamedTemporaryFile(prefix=f"adk-{shape}-", suffix=".log", delete=False)
-    with log:
-        proc = subprocess.Popen(cmd, env=h.otel_env(f"adk-{shape}", endpoint), stdout=subprocess.DEVNULL,
-                                stderr=log)
-    proc.log_path = Path(log.name)
-    try:
-        h.wait_port(port, proc)
-    except RuntimeError as exc:
-        tail = proc.log_path.read_text(errors="replace")[-2000:]
-        h.stop(proc)
-        raise RuntimeError(f"{exc}; log:\n{tail}") from exc
-    return proc, f"http://127.0.0.1:{port}/"
+    return h.start_server(SPECIALIST, f"adk-{shape}", endpoint, "--shape", shape, "--truth", str(truth),
+                          stdout=subprocess.DEVNULL)
 
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     work = tmp_path_factory.mktemp("adk-a2a")
-    collector = h.start_collector(COLLECTOR, work, groupbytrace_wait="1s")
-    specialists = []
-    try:
-        cmd = [str(h.LAUNCHER), sys.executable, str(APP), "--turns", str(TURNS)]
-        for shape in SHAPES:
-            proc, url = _start_specialist(shape, collector.endpoint, work / "truth.jsonl")
-            specialists.append(proc)
-            cmd += ["--specialist", url, "--session", f"conv-{shape}"]
-        proc = subprocess.run(cmd, env=h.otel_env("adk-app", collector.endpoint), capture_output=True, text=True,
-                              timeout=120)
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        records = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith('{"session"')]
-        spans = h.wait_for_hops(collector.spans_file, len(records))
-        yield records, spans, h.read_truth(work / "truth.jsonl")
-    finally:
-        for proc in specialists:
-            h.stop(proc)
-        collector.stop()
+    with h.app_hops(COLLECTOR, work, APP, "adk-app", "session", SHAPES, _start_specialist, TURNS) as run:
+        yield run
 
 
 def test_the_caller_resumed_each_sessions_history(run):
@@ -99,12 +67,6 @@ def test_the_specialists_serving_runs_record_resumed(run):
 
 
 def test_the_collector_verdict_of_every_hop_is_the_ground_truth(run):
-    records, spans, truth = run
-    got, want = [], []
-    for rec in records:
-        hops = [s for s in h.hop_spans(spans) if s.trace_id == rec["trace_id"]]
-        assert len(hops) == 1 and hops[0].attributes["agent_identity.hop.caller.service.name"] == "adk-app"
-        got.append(hops[0].attributes["agent_identity.hop.result"])
-        want.append(h.expected_result({**rec, "answered": rec["context_id"]}, truth[rec["trace_id"]]))
+    got, want = h.app_verdicts(*run, caller="adk-app")
     assert got == want
     assert want == ["first_turn", "continued", "first_turn", "state_not_resumed"]  # both ways: kept and forgot

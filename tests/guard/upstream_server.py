@@ -19,7 +19,7 @@ from agent_framework.a2a import A2AExecutor  # noqa: E402
 
 import otel_agent_identity  # noqa: E402
 from offline_chat import OfflineChatClient  # noqa: E402
-from specialist import serve  # noqa: E402
+from a2a_serve import serve  # noqa: E402
 
 
 def seen() -> str:

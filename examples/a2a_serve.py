@@ -1,0 +1,84 @@
+"""Serving an a2a-sdk ``AgentExecutor`` on 127.0.0.1 (Agent Card and JSON-RPC routes, uvicorn), and
+the ground-truth record every example specialist writes. No agent framework imported: the
+specialists of every framework (``specialist.py``, ``adk_specialist.py``,
+``pydantic_ai_specialist.py``, ``charge_specialist.py``) share it, whichever venv they run in.
+"""
+
+from __future__ import annotations
+
+import json
+
+import uvicorn
+from a2a.helpers.proto_helpers import new_text_message
+from a2a.server.agent_execution import AgentExecutor
+from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
+from a2a.server.tasks import InMemoryTaskStore
+from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill
+from opentelemetry import trace
+from starlette.applications import Starlette
+
+DESCRIPTION = "Answers weather questions (offline)."
+
+
+def write_truth(path: str | None, messages: int, conversation_id: str | None) -> None:
+    """Append ``{"trace_id", "messages", "conversation_id"}`` (the trace id of the current span) as
+    one JSON line to ``path`` (nothing when ``path`` is None or empty). Raises OSError."""
+    if path:
+        ctx = trace.get_current_span().get_span_context()
+        with open(path, "a", encoding="utf-8") as out:
+            out.write(json.dumps({"trace_id": format(ctx.trace_id, "032x"), "messages": messages,
+                                  "conversation_id": conversation_id}) + "\n")
+
+
+class ReplyExecutor(AgentExecutor):
+    """Answers each request with one text message in the request's contextId, after recording in
+    ``truth`` how many messages its model saw. Subclasses implement :meth:`reply`; ``keep``: whether
+    the agent is given the contextId's earlier conversation."""
+
+    def __init__(self, keep: bool, truth: str | None) -> None:
+        self.keep, self.truth = keep, truth
+
+    async def reply(self, context) -> tuple[str, int, str | None]:
+        """``(text, messages the model saw, conversation id)`` for one request."""
+        raise NotImplementedError
+
+    async def execute(self, context, event_queue) -> None:
+        text, messages, conversation_id = await self.reply(context)
+        write_truth(self.truth, messages, conversation_id)
+        await event_queue.enqueue_event(new_text_message(text, context_id=context.context_id))
+
+    async def cancel(self, context, event_queue) -> None:
+        return None
+
+
+def executor_app(executor: AgentExecutor, url: str, name: str, description: str = DESCRIPTION) -> Starlette:
+    """The Starlette app serving ``executor`` (Agent Card routes and JSON-RPC at ``url``)."""
+    card = AgentCard(
+        name=name,
+        description=description,
+        version="1.0.0",
+        supported_interfaces=[AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version="1.0")],
+        capabilities=AgentCapabilities(streaming=True),
+        default_input_modes=["text/plain"],
+        default_output_modes=["text/plain"],
+        skills=[AgentSkill(id="weather", name="weather", description="weather", tags=["weather"])],
+    )
+    handler = DefaultRequestHandler(agent_executor=executor, task_store=InMemoryTaskStore(), agent_card=card)
+    return Starlette(routes=[*create_agent_card_routes(card), *create_jsonrpc_routes(handler, rpc_url="/")])
+
+
+def serve(executor: AgentExecutor, name: str, port: int, description: str = DESCRIPTION) -> None:
+    """Serve ``executor`` on 127.0.0.1:``port`` until stopped; prints ``ready <url>`` once listening."""
+    url = f"http://127.0.0.1:{port}/"
+    config = uvicorn.Config(executor_app(executor, url, name, description), host="127.0.0.1", port=port,
+                            log_level="warning")
+    server = uvicorn.Server(config)
+    original_startup = server.startup
+
+    async def startup(sockets=None):
+        await original_startup(sockets)
+        print(f"ready {url}", flush=True)
+
+    server.startup = startup
+    server.run()
