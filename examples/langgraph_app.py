@@ -49,7 +49,10 @@ async def converse(url: str, thread: str, turns: int) -> None:
     async with connect(url) as delegate:
         _delegates[thread] = delegate
         for turn in range(1, turns + 1):
-            result = await agent.ainvoke({"messages": [("user", "Paris")]}, {"configurable": {"thread_id": thread}})
+            # a new text every turn: Agent Framework sessions drop a repeated message without an id
+            # (its identity is role and text), so the same question twice reads as forgetting
+            question = f"Paris, day {turn}"
+            result = await agent.ainvoke({"messages": [("user", question)]}, {"configurable": {"thread_id": thread}})
             answer = result["messages"][-1].content
             print(json.dumps({"thread": thread, "turn": turn, "seen": int(answer.split()[0].split("=")[1]),
                               **delegate.last}), flush=True)
