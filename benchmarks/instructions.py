@@ -65,7 +65,7 @@ def _workloads():
     from conftest import PROVIDER
     from opentelemetry.sdk.trace import TracerProvider
 
-    from otel_agent_identity.scope import IdentityScope, attach, detach
+    from otel_agent_identity.scope import IdentityScope, attach
 
     loop = asyncio.new_event_loop()
     run = loop.run_until_complete
