@@ -36,9 +36,11 @@ def parse_metrics(text: str) -> dict[tuple, float]:
     return out
 
 
-def metric_sum(samples: dict[tuple, float], name: str, **labels: str) -> float:
+def metric_sum(samples: dict[tuple, float], name: str, exclude: Optional[dict] = None, **labels: str) -> float:
+    """The samples of ``name`` with all of ``labels`` and none of the ``exclude`` label values."""
     return sum(v for (n, ls), v in samples.items()
-               if n == name and all((k, want) in ls for k, want in labels.items()))
+               if n == name and all((k, want) in ls for k, want in labels.items())
+               and not any(item in ls for item in (exclude or {}).items()))
 
 
 def read_spans_tolerant(path: Path) -> list[cs.Span]:
@@ -74,9 +76,9 @@ class Tier:
         self.incarnations.append(col)
         self.last.append({})
 
-    def total(self, name: str, **labels: str) -> float:
+    def total(self, name: str, exclude: Optional[dict] = None, **labels: str) -> float:
         """The counter summed over incarnations (each at its last scrape): what increase() sees."""
-        return sum(metric_sum(samples, name, **labels) for samples in self.last)
+        return sum(metric_sum(samples, name, exclude, **labels) for samples in self.last)
 
     def scrape(self) -> None:
         text = self.current.metrics()
