@@ -7,9 +7,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import test_bench_agno as bench  # noqa: E402
+import test_bench_agno as bench
 
-from otel_agent_identity import AgentIdentityInstrumentor  # noqa: E402
+from otel_agent_identity import AgentIdentityInstrumentor
 
 mode, children, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 turn = bench._turn(children)

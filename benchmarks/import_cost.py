@@ -74,9 +74,11 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--launcher", action="store_true")
     options = parser.parse_args()
-    print("| framework imported first | modules: bare SDK / + contrib base / + ours "
-          "| tracked objects: bare SDK / + contrib base / + ours "
-          "| bare SDK set-up ms (CPU) | contrib base (CPU) | our import + instrument() ms (CPU) |")
+    print(
+        "| framework imported first | modules: bare SDK / + contrib base / + ours "
+        "| tracked objects: bare SDK / + contrib base / + ours "
+        "| bare SDK set-up ms (CPU) | contrib base (CPU) | our import + instrument() ms (CPU) |"
+    )
     print("|---|---:|---:|---:|---:|---:|")
     for framework in FRAMEWORKS:
         runs: dict[str, list] = {"sdk": [], "contrib": [], "ours": []}
@@ -85,24 +87,31 @@ def main() -> None:
             for mode, rows in runs.items():
                 rows.append(_run([sys.executable, "-c", CASE, framework, mode]))
         sdk, contrib, ours = runs["sdk"], runs["contrib"], runs["ours"]
-        print(f"| {framework or '(none)'} "
-              f"| {_median(sdk, 'modules'):.0f} / {_median(contrib, 'modules'):.0f} / {_median(ours, 'modules'):.0f} "
-              f"| {_median(sdk, 'objects'):,.0f} / {_median(contrib, 'objects'):,.0f} / {_median(ours, 'objects'):,.0f} "
-              f"| {_median(sdk, 'sdk_ms'):.1f} ({_median(sdk, 'sdk_cpu_ms'):.1f}) "
-              f"| {_median(contrib, 'sdk_ms') - _median(sdk, 'sdk_ms'):.1f} "
-              f"({_median(contrib, 'sdk_cpu_ms') - _median(sdk, 'sdk_cpu_ms'):.1f}) "
-              f"| {_median(ours, 'ms'):.1f} ({_median(ours, 'cpu_ms'):.1f}) |", flush=True)
+        print(
+            f"| {framework or '(none)'} "
+            f"| {_median(sdk, 'modules'):.0f} / {_median(contrib, 'modules'):.0f} / {_median(ours, 'modules'):.0f} "
+            f"| {_median(sdk, 'objects'):,.0f} / {_median(contrib, 'objects'):,.0f} / {_median(ours, 'objects'):,.0f} "
+            f"| {_median(sdk, 'sdk_ms'):.1f} ({_median(sdk, 'sdk_cpu_ms'):.1f}) "
+            f"| {_median(contrib, 'sdk_ms') - _median(sdk, 'sdk_ms'):.1f} "
+            f"({_median(contrib, 'sdk_cpu_ms') - _median(sdk, 'sdk_cpu_ms'):.1f}) "
+            f"| {_median(ours, 'ms'):.1f} ({_median(ours, 'cpu_ms'):.1f}) |",
+            flush=True,
+        )
     if options.launcher:
         launcher = str(Path(sys.executable).with_name("opentelemetry-instrument"))
         base = dict(os.environ, OTEL_TRACES_EXPORTER="none", OTEL_METRICS_EXPORTER="none", OTEL_LOGS_EXPORTER="none")
         rows = {}
-        for label, disabled in (("launcher, ours disabled", "agent_identity,httpx,httpx2,requests"),
-                                ("launcher, ours enabled", "httpx,httpx2,requests")):
+        for label, disabled in (
+            ("launcher, ours disabled", "agent_identity,httpx,httpx2,requests"),
+            ("launcher, ours enabled", "httpx,httpx2,requests"),
+        ):
             env = dict(base, OTEL_PYTHON_DISABLED_INSTRUMENTATIONS=disabled)
             rows[label] = [_run([launcher, sys.executable, "-c", LAUNCHED], env) for _ in range(options.rounds)]
         for label, runs in rows.items():
-            print(f"| {label} | modules {_median(runs, 'modules'):.0f} | objects {_median(runs, 'objects'):,.0f} "
-                  f"| process {_median(runs, 'process_ms'):.0f} ms |")
+            print(
+                f"| {label} | modules {_median(runs, 'modules'):.0f} | objects {_median(runs, 'objects'):,.0f} "
+                f"| process {_median(runs, 'process_ms'):.0f} ms |"
+            )
 
 
 if __name__ == "__main__":

@@ -62,9 +62,9 @@ def _installed(module: str) -> bool:
 
 
 def _workloads():
-    from conftest import PROVIDER
     from opentelemetry.sdk.trace import TracerProvider
 
+    from conftest import PROVIDER
     from otel_agent_identity.scope import IdentityScope, attach
 
     loop = asyncio.new_event_loop()
@@ -78,10 +78,10 @@ def _workloads():
     w["sdk span, 6 attributes"] = lambda: lambda: bare_tracer.start_span("s", attributes=six).end()
 
     def af_agent(name="bench", **kwargs):  # an Agent Framework agent on the offline chat client
-        from agent_framework import Agent
         from agent_framework.observability import OBSERVABILITY_SETTINGS
-
         from offline_chat import OfflineChatClient
+
+        from agent_framework import Agent
 
         OBSERVABILITY_SETTINGS.enable_instrumentation = True
         return Agent(client=OfflineChatClient(mode="service"), name=name, **kwargs)
@@ -159,9 +159,9 @@ def _workloads():
     w["LangGraph stream"] = lambda: lg(True)
 
     def oai():
-        from agents import Agent as OAgent, Runner, set_trace_processors, set_tracing_disabled
-
         import test_bench_openai_agents as ob
+        from agents import Agent as OAgent
+        from agents import Runner, set_trace_processors, set_tracing_disabled
 
         set_trace_processors([])
         set_tracing_disabled(True)
@@ -178,10 +178,10 @@ def _workloads():
     w["Agno Agent.run"] = agno
 
     def pydantic_ai(native=False, processor=None):
-        from pydantic_ai import Agent as PAgent
+        from offline_pydantic_ai import echo_model
         from pydantic_ai.models.instrumented import InstrumentationSettings
 
-        from offline_pydantic_ai import echo_model
+        from pydantic_ai import Agent as PAgent
 
         agent = PAgent(echo_model(), name="bench")
         agent.instrument = native  # the framework's own spans (enriched by ours) or none (ours made)
@@ -209,11 +209,14 @@ def _workloads():
         from google.adk.runners import Runner
         from google.adk.sessions import InMemorySessionService
         from google.genai import types
-
         from offline_adk import OfflineLlm
 
-        runner = Runner(app_name="bench", agent=LlmAgent(name="bench", model=OfflineLlm()),
-                        session_service=InMemorySessionService(), auto_create_session=True)
+        runner = Runner(
+            app_name="bench",
+            agent=LlmAgent(name="bench", model=OfflineLlm()),
+            session_service=InMemorySessionService(),
+            auto_create_session=True,
+        )
         message = types.Content(role="user", parts=[types.Part(text="hello")])
         # a warning per run otherwise: the offline model reports no token usage
         logging.getLogger("google_adk.google.adk.telemetry._metrics").setLevel(logging.ERROR)
@@ -236,6 +239,7 @@ def _workloads():
 
         def call():
             fn()
+
         call.token = token  # noqa: kept attached for the segment; detached by the caller
         return call
 
@@ -244,10 +248,21 @@ def _workloads():
     return w
 
 
-INSTRUMENTED = {"AF steady turn", f"AF steady turn, {CONCURRENT} concurrent (per run)", "AF steady turn, 256-char id", "AF turn 1", "AF tool turn",
-                "AF steady turn, streamed", "LangGraph invoke", "LangGraph stream", "OpenAI Agents Runner.run",
-                "Agno Agent.run", "Pydantic AI Agent.run", "Pydantic AI Agent.run, native spans",
-                "Google ADK Runner.run_async"}
+INSTRUMENTED = {
+    "AF steady turn",
+    f"AF steady turn, {CONCURRENT} concurrent (per run)",
+    "AF steady turn, 256-char id",
+    "AF turn 1",
+    "AF tool turn",
+    "AF steady turn, streamed",
+    "LangGraph invoke",
+    "LangGraph stream",
+    "OpenAI Agents Runner.run",
+    "Agno Agent.run",
+    "Pydantic AI Agent.run",
+    "Pydantic AI Agent.run, native spans",
+    "Google ADK Runner.run_async",
+}
 #: measured bare only: a peer's cost, compared with its own baseline variant (no processor)
 PEERS = {"Pydantic AI native spans, OpenInference processor": "Pydantic AI native spans, no processor"}
 #: for the child span: bare = our processor registered but outside any run (the SDK calls it on every
@@ -280,8 +295,9 @@ def child_main(mode: str, rounds: int, n: int, only: set, labels_path: str, wall
         getattr(importlib.import_module(module), cls)().instrument(tracer_provider=PROVIDER)
     variants = []
     for name, make in _workloads().items():
-        if not _selected(name, only) or not all(_installed(m) for start, modules in PREIMPORT.items()
-                                                if name.startswith(start) for m in modules):
+        if not _selected(name, only) or not all(
+            _installed(m) for start, modules in PREIMPORT.items() if name.startswith(start) for m in modules
+        ):
             continue
         if mode in PEER_MODES:
             if name.startswith((peer_workloads, "sdk span")):
@@ -326,14 +342,40 @@ def child_main(mode: str, rounds: int, n: int, only: set, labels_path: str, wall
 def _measure(mode: str, args) -> subprocess.Popen:
     """Start one measuring process; its results are read by :func:`_per_call`."""
     out = tempfile.mkdtemp(prefix=f"cg-{mode}-")
-    child = [sys.executable, __file__, "--child", mode, "--rounds", str(args.rounds), "--n", str(args.n),
-             "--labels", os.path.join(out, "labels.json")] + (["--only", args.only] if args.only else []) + \
-        (["--wall"] if args.wall else [])
-    cmd = child if args.wall else [
-        "valgrind", "--tool=callgrind", "--instr-atstart=no", "--dump-before=os_getppid", "--dump-instr=no",
-        "--dump-line=no", f"--callgrind-out-file={out}/cg.out"] + child
+    child = (
+        [
+            sys.executable,
+            __file__,
+            "--child",
+            mode,
+            "--rounds",
+            str(args.rounds),
+            "--n",
+            str(args.n),
+            "--labels",
+            os.path.join(out, "labels.json"),
+        ]
+        + (["--only", args.only] if args.only else [])
+        + (["--wall"] if args.wall else [])
+    )
+    cmd = (
+        child
+        if args.wall
+        else [
+            "valgrind",
+            "--tool=callgrind",
+            "--instr-atstart=no",
+            "--dump-before=os_getppid",
+            "--dump-instr=no",
+            "--dump-line=no",
+            f"--callgrind-out-file={out}/cg.out",
+        ]
+        + child
+    )
     # the same hash seed in every process: dict and set layouts, so instruction counts, match
-    proc = subprocess.Popen(cmd, stderr=None if args.wall else subprocess.DEVNULL, env=dict(os.environ, PYTHONHASHSEED="0"))
+    proc = subprocess.Popen(
+        cmd, stderr=None if args.wall else subprocess.DEVNULL, env=dict(os.environ, PYTHONHASHSEED="0")
+    )
     proc.out = out
     return proc
 
@@ -358,15 +400,23 @@ def _per_call(out: str, wall: bool) -> dict:
         for r, by_k in rounds.items():
             if len(by_k) == 2:
                 lo, hi = sorted(by_k)
-                per.setdefault(name, {})[r] = (by_k[hi] - by_k[lo]) / (hi - lo) / (CONCURRENT if "concurrent" in name else 1)
+                per.setdefault(name, {})[r] = (
+                    (by_k[hi] - by_k[lo]) / (hi - lo) / (CONCURRENT if "concurrent" in name else 1)
+                )
     return per
 
 
 def parent_main(args) -> None:
     only = {o for o in args.only.split(",") if o}
-    modes = ["bare", "ours"] + (["control"] if args.control else []) + [
-        mode for mode, (prefix, module, _) in PEER_MODES.items()  # when installed and selected
-        if _installed(module) and (not only or any(o.rstrip("$") in prefix or prefix in o for o in only))]
+    modes = (
+        ["bare", "ours"]
+        + (["control"] if args.control else [])
+        + [
+            mode
+            for mode, (prefix, module, _) in PEER_MODES.items()  # when installed and selected
+            if _installed(module) and (not only or any(o.rstrip("$") in prefix or prefix in o for o in only))
+        ]
+    )
     procs = {mode: _measure(mode, args) for mode in modes}  # side by side: one process per mode
     for proc in procs.values():
         if proc.wait() != 0:
@@ -375,30 +425,50 @@ def parent_main(args) -> None:
     units = {mode: p["sdk span (unit)"] for mode, p in per.items()}
     unit = statistics.median([v for u in units.values() for v in u.values()])
     what, scale = ("µs of thread CPU time", 1) if args.wall else ("K instructions (callgrind)", 1e3)
-    print(f"per call, {what}; {args.rounds} rounds of N and 3N calls, N={args.n}; median [min-max] over rounds;"
-          f" one process per mode; unit = one bare SDK span = {unit / scale:.2f}")
+    print(
+        f"per call, {what}; {args.rounds} rounds of N and 3N calls, N={args.n}; median [min-max] over rounds;"
+        f" one process per mode; unit = one bare SDK span = {unit / scale:.2f}"
+    )
     for mode in modes:
         for name, by_r in per[mode].items():
             values = list(by_r.values())
             ratios = [v / units[mode][r] for r, v in by_r.items()]
-            print(f"  {name + ' / ' + mode:52s} {statistics.median(values) / scale:10.2f}  "
-                  f"[{min(values) / scale:.2f}-{max(values) / scale:.2f}]  = {statistics.median(ratios):7.2f} spans")
+            print(
+                f"  {name + ' / ' + mode:52s} {statistics.median(values) / scale:10.2f}  "
+                f"[{min(values) / scale:.2f}-{max(values) / scale:.2f}]  = {statistics.median(ratios):7.2f} spans"
+            )
     print("added by agent identity, in bare SDK spans (round r of ours minus round r of bare; median [min-max]):")
-    pairs = [(name, ("ours", name), ("bare", name)) for name in per["ours"] if name in per["bare"]
-             and not name.startswith("sdk span")]
+    pairs = [
+        (name, ("ours", name), ("bare", name))
+        for name in per["ours"]
+        if name in per["bare"] and not name.startswith("sdk span")
+    ]
     pairs += [(name, ("ours", name), ("ours", bare)) for name, bare in PAIRS.items() if name in per["ours"]]
-    pairs += [(f"{name} (a peer, bare)", ("bare", name), ("bare", base)) for name, base in PEERS.items()
-              if name in per["bare"]]
-    pairs += [(f"{name} ({mode}, a peer)", (mode, name), ("bare", name)) for mode in PEER_MODES
-              if mode in per for name in per[mode] if name in per["bare"] and not name.startswith("sdk span")]
+    pairs += [
+        (f"{name} (a peer, bare)", ("bare", name), ("bare", base))
+        for name, base in PEERS.items()
+        if name in per["bare"]
+    ]
+    pairs += [
+        (f"{name} ({mode}, a peer)", (mode, name), ("bare", name))
+        for mode in PEER_MODES
+        if mode in per
+        for name in per[mode]
+        if name in per["bare"] and not name.startswith("sdk span")
+    ]
     if args.control:
-        pairs += [(f"{name} (control: bare again)", ("control", name), ("bare", name))
-                  for name in per["control"] if name in per["bare"] and not name.startswith("sdk span")]
+        pairs += [
+            (f"{name} (control: bare again)", ("control", name), ("bare", name))
+            for name in per["control"]
+            if name in per["bare"] and not name.startswith("sdk span")
+        ]
     for label, (om, on), (bm, bn) in pairs:
         ours, bare = per[om][on], per[bm][bn]
         diffs = [(ours[r] - bare[r]) / units[om][r] for r in ours if r in bare]
-        print(f"  {label:52s} +{statistics.median(diffs):5.2f}  [{min(diffs):.2f} - {max(diffs):.2f}]"
-              f"   (+{(statistics.median(ours.values()) - statistics.median(bare.values())) / scale:.2f})")
+        print(
+            f"  {label:52s} +{statistics.median(diffs):5.2f}  [{min(diffs):.2f} - {max(diffs):.2f}]"
+            f"   (+{(statistics.median(ours.values()) - statistics.median(bare.values())) / scale:.2f})"
+        )
 
 
 if __name__ == "__main__":

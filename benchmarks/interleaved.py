@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from opentelemetry.sdk.trace import TracerProvider
 
@@ -25,8 +25,14 @@ def _per_call(fn: Callable[[], object], n: int, clock: Callable[[], float]) -> f
     return (clock() - start) / n * 1e6
 
 
-def measure(make: Callable[[int], Callable[[], object]], children: int, rounds: int, runs: int,
-            spans: int = 2000, clock: Callable[[], float] = time.perf_counter) -> dict[str, float]:
+def measure(
+    make: Callable[[int], Callable[[], object]],
+    children: int,
+    rounds: int,
+    runs: int,
+    spans: int = 2000,
+    clock: Callable[[], float] = time.perf_counter,
+) -> dict[str, float]:
     """Median µs per call of each variant over ``rounds`` interleaved rounds, and the ratios.
 
     ``make(c)`` returns one run of the workload whose run starts ``c`` child SDK spans (0 and
@@ -40,8 +46,7 @@ def measure(make: Callable[[int], Callable[[], object]], children: int, rounds: 
     samples: dict[str, list[float]] = {}
     inst = AgentIdentityInstrumentor()
     for _ in range(rounds):
-        samples.setdefault("sdk_span", []).append(
-            _per_call(lambda: _bare_tracer.start_span("s").end(), spans, clock))
+        samples.setdefault("sdk_span", []).append(_per_call(lambda: _bare_tracer.start_span("s").end(), spans, clock))
         for mode in ("bare", "ours"):
             if mode == "ours":
                 inst.instrument(tracer_provider=PROVIDER)
@@ -55,6 +60,10 @@ def measure(make: Callable[[int], Callable[[], object]], children: int, rounds: 
     med = {k: statistics.median(v) for k, v in samples.items()}
     per_run = med["ours_0"] - med["bare_0"]
     per_child = (med[f"ours_{children}"] - med[f"bare_{children}"] - per_run) / children
-    med.update(per_run_us=per_run, per_child_us=per_child, per_run_in_sdk_spans=per_run / med["sdk_span"],
-               per_child_in_sdk_spans=per_child / med["sdk_span"])
+    med.update(
+        per_run_us=per_run,
+        per_child_us=per_child,
+        per_run_in_sdk_spans=per_run / med["sdk_span"],
+        per_child_in_sdk_spans=per_child / med["sdk_span"],
+    )
     return med

@@ -18,14 +18,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from conftest import PROVIDER  # noqa: E402
+import test_bench_openai_agents as bench
+from agents import Agent, set_trace_processors, set_tracing_disabled
+from agents.run import AgentRunner
+from opentelemetry.sdk.trace import TracerProvider
 
-import test_bench_openai_agents as bench  # noqa: E402
-from agents import Agent, set_trace_processors, set_tracing_disabled  # noqa: E402
-from agents.run import AgentRunner  # noqa: E402
-from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
-
-from otel_agent_identity import AgentIdentityInstrumentor  # noqa: E402
+from conftest import PROVIDER
+from otel_agent_identity import AgentIdentityInstrumentor
 
 
 def _time(fn, n: int = 1) -> float:
@@ -42,10 +41,14 @@ def main(rounds: int) -> None:
     runner = AgentRunner()
     original = AgentRunner.run.__wrapped__  # the SDK's own method, beside the instrumented one
     loop = asyncio.new_event_loop()
-    agents = {0: Agent(name="bench", model=bench.TurnModel()),
-              bench.CHILDREN: Agent(name="bench", model=bench.TurnModel("work"), tools=[bench.work])}
-    calls = {"bare": lambda a: original(runner, a, "hello", conversation_id="conv_1"),
-             "ours": lambda a: runner.run(a, "hello", conversation_id="conv_1")}
+    agents = {
+        0: Agent(name="bench", model=bench.TurnModel()),
+        bench.CHILDREN: Agent(name="bench", model=bench.TurnModel("work"), tools=[bench.work]),
+    }
+    calls = {
+        "bare": lambda a: original(runner, a, "hello", conversation_id="conv_1"),
+        "ours": lambda a: runner.run(a, "hello", conversation_id="conv_1"),
+    }
     bare_tracer = TracerProvider().get_tracer("unit")
     samples: dict[str, list[float]] = {}
     for i in range(rounds + 20):  # the first 20 rounds warm up

@@ -21,13 +21,13 @@ from pathlib import Path
 os.environ["AGNO_TELEMETRY"] = "false"  # before agno is imported: no call home
 sys.path.append(str(Path(__file__).resolve().parent.parent / "tests" / "agno"))  # after benchmarks/: its conftest
 
-import pytest  # noqa: E402
-from agno.agent import Agent  # noqa: E402
+import interleaved
+import pytest
+from agno.agent import Agent
+from offline_model import OfflineModel
 
-import interleaved  # noqa: E402
-from conftest import PROVIDER  # noqa: E402
-from offline_model import OfflineModel  # noqa: E402
-from otel_agent_identity import AgentIdentityInstrumentor  # noqa: E402
+from conftest import PROVIDER
+from otel_agent_identity import AgentIdentityInstrumentor
 
 CHILDREN = 20
 _tracer = PROVIDER.get_tracer("bench")

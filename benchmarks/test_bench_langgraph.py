@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from typing import TypedDict
 
+import interleaved
 import pytest
 from langgraph.graph import END, START, StateGraph
 
-import interleaved
 from conftest import PROVIDER
 from otel_agent_identity import AgentIdentityInstrumentor
 
@@ -68,8 +68,7 @@ def measure(rounds: int = 40, runs: int = 100, spans: int = 2000) -> dict[str, f
 def test_langgraph_interleaved(benchmark):
     result = benchmark.pedantic(measure, rounds=1, iterations=1)
     benchmark.extra_info.update({k: round(v, 3) for k, v in result.items()})
-    print("\nlanggraph interleaved medians (µs) and ratios:",
-          ", ".join(f"{k}={v:.3f}" for k, v in result.items()))
+    print("\nlanggraph interleaved medians (µs) and ratios:", ", ".join(f"{k}={v:.3f}" for k, v in result.items()))
 
 
 if __name__ == "__main__":  # python benchmarks/test_bench_langgraph.py

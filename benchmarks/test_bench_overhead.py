@@ -10,12 +10,12 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from agent_framework import Agent
 from agent_framework.observability import OBSERVABILITY_SETTINGS
-
-from conftest import PROVIDER
-from opentelemetry.sdk.trace import TracerProvider
 from offline_chat import OfflineChatClient
+from opentelemetry.sdk.trace import TracerProvider
+
+from agent_framework import Agent
+from conftest import PROVIDER
 from otel_agent_identity import AgentIdentityInstrumentor
 from otel_agent_identity.scope import IdentityScope, attach, detach
 

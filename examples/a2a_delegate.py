@@ -12,8 +12,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import AsyncIterator, Awaitable, Callable
 
 import httpx
 from a2a.client import ClientConfig, create_client
@@ -57,15 +57,21 @@ class Delegate:
         """Send ``text``; returns the reply's text ("(no text)" when it has none). Transport errors
         of the a2a-sdk client propagate."""
         requested = self.context_id
-        request = SendMessageRequest(message=Message(
-            role=Role.ROLE_USER, parts=[Part(text=text)], message_id=uuid.uuid4().hex, context_id=requested))
+        request = SendMessageRequest(
+            message=Message(
+                role=Role.ROLE_USER, parts=[Part(text=text)], message_id=uuid.uuid4().hex, context_id=requested
+            )
+        )
         reply = ""
         async for event in self.client.send_message(request):
             payload = getattr(event, event.WhichOneof("payload"))
             self.context_id = getattr(payload, "context_id", "") or self.context_id  # continue the answered one
             reply = reply_text(event) or reply
-        self.last = {"requested": requested or None, "context_id": self.context_id or None,
-                     "trace_id": format(trace.get_current_span().get_span_context().trace_id, "032x")}
+        self.last = {
+            "requested": requested or None,
+            "context_id": self.context_id or None,
+            "trace_id": format(trace.get_current_span().get_span_context().trace_id, "032x"),
+        }
         return reply or "(no text)"
 
 
@@ -76,16 +82,23 @@ async def connect(url: str) -> AsyncIterator[Delegate]:
         yield Delegate(await create_client(url, client_config=ClientConfig(httpx_client=http, streaming=False)))
 
 
-def run_conversations(description: str, option: str, default: str,
-                      converse: Callable[[str, str, int], Awaitable[None]]) -> None:
+def run_conversations(
+    description: str, option: str, default: str, converse: Callable[[str, str, int], Awaitable[None]]
+) -> None:
     """The callers' command line: ``--specialist URL`` and ``--<option> ID`` (both repeatable; the
     i-th conversation talks to the i-th specialist, or all to the only one), ``--turns N``; runs
     ``converse(url, conversation_id, turns)`` for each, one after the other."""
     parser = argparse.ArgumentParser(description=description)
-    parser.add_argument("--specialist", action="append", required=True, metavar="URL",
-                        help=f"specialist JSON-RPC URL; repeated: the i-th --{option} talks to the i-th")
-    parser.add_argument(f"--{option}", action="append", default=[], dest="conversations",
-                        help=f"{option} ids (one conversation each)")
+    parser.add_argument(
+        "--specialist",
+        action="append",
+        required=True,
+        metavar="URL",
+        help=f"specialist JSON-RPC URL; repeated: the i-th --{option} talks to the i-th",
+    )
+    parser.add_argument(
+        f"--{option}", action="append", default=[], dest="conversations", help=f"{option} ids (one conversation each)"
+    )
     parser.add_argument("--turns", type=int, default=3)
     args = parser.parse_args()
     conversations = args.conversations or [default]

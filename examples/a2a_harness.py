@@ -15,10 +15,10 @@ import tempfile
 import threading
 import time
 import urllib.request
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator, Optional
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -64,22 +64,27 @@ class Collector:
         stop(self.proc)
 
 
-def start_collector(binary: str | Path, workdir: Path, groupbytrace_wait: str = "3s",
-                    overlays: tuple[Path, ...] = ()) -> Collector:
+def start_collector(
+    binary: str | Path, workdir: Path, groupbytrace_wait: str = "3s", overlays: tuple[Path, ...] = ()
+) -> Collector:
     """Start the collector; its spans go to ``workdir/spans.jsonl``. ``overlays``: config files
     merged over the single-node config, in order. Raises RuntimeError if it fails."""
     otlp_http, otlp_grpc, metrics, health = free_port(), free_port(), free_port(), free_port()
     spans_file, log = workdir / "spans.jsonl", workdir / "collector.log"
     env = dict(
-        os.environ, OTLP_HTTP_ENDPOINT=f"127.0.0.1:{otlp_http}", OTLP_GRPC_ENDPOINT=f"127.0.0.1:{otlp_grpc}",
-        AGENT_IDENTITY_METRICS_HOST="127.0.0.1", AGENT_IDENTITY_METRICS_PORT=str(metrics),
-        AGENT_IDENTITY_SPANS_FILE=str(spans_file), GROUPBYTRACE_WAIT=groupbytrace_wait, COLLECTOR_LOG_LEVEL="warn",
+        os.environ,
+        OTLP_HTTP_ENDPOINT=f"127.0.0.1:{otlp_http}",
+        OTLP_GRPC_ENDPOINT=f"127.0.0.1:{otlp_grpc}",
+        AGENT_IDENTITY_METRICS_HOST="127.0.0.1",
+        AGENT_IDENTITY_METRICS_PORT=str(metrics),
+        AGENT_IDENTITY_SPANS_FILE=str(spans_file),
+        GROUPBYTRACE_WAIT=groupbytrace_wait,
+        COLLECTOR_LOG_LEVEL="warn",
         HEALTH_CHECK_ENDPOINT=f"127.0.0.1:{health}",  # the default port is fixed: never clash with another collector
     )
     with open(log, "wb") as out:
         configs = [arg for path in (COLLECTOR_CONFIG, *overlays) for arg in ("--config", str(path))]
-        proc = subprocess.Popen([str(binary), *configs], env=env, stdout=out,
-                                stderr=subprocess.STDOUT)
+        proc = subprocess.Popen([str(binary), *configs], env=env, stdout=out, stderr=subprocess.STDOUT)
     collector = Collector(proc, otlp_http, metrics, spans_file, log)
     try:
         wait_port(otlp_http, proc)
@@ -90,26 +95,43 @@ def start_collector(binary: str | Path, workdir: Path, groupbytrace_wait: str = 
     return collector
 
 
-def otel_env(service: str, endpoint: Optional[str], **extra: str) -> dict[str, str]:
+def otel_env(service: str, endpoint: str | None, **extra: str) -> dict[str, str]:
     """Environment of an instrumented process: OTLP/HTTP to ``endpoint`` (None: console exporter).
 
     a2a-sdk's own per-method spans are off (``OTEL_INSTRUMENTATION_A2A_SDK_ENABLED=false``) so traces
     read as agent -> hop -> agent; pass ``OTEL_INSTRUMENTATION_A2A_SDK_ENABLED="true"`` to keep them.
     """
-    env = dict(os.environ, OTEL_SERVICE_NAME=service, OTEL_METRICS_EXPORTER="none", OTEL_LOGS_EXPORTER="none",
-               OTEL_BSP_SCHEDULE_DELAY="100", PYTHONUNBUFFERED="1", OTEL_INSTRUMENTATION_A2A_SDK_ENABLED="false")
+    env = dict(
+        os.environ,
+        OTEL_SERVICE_NAME=service,
+        OTEL_METRICS_EXPORTER="none",
+        OTEL_LOGS_EXPORTER="none",
+        OTEL_BSP_SCHEDULE_DELAY="100",
+        PYTHONUNBUFFERED="1",
+        OTEL_INSTRUMENTATION_A2A_SDK_ENABLED="false",
+    )
     if endpoint:
-        env.update(OTEL_TRACES_EXPORTER="otlp", OTEL_EXPORTER_OTLP_PROTOCOL="http/protobuf",
-                   OTEL_EXPORTER_OTLP_ENDPOINT=endpoint)
+        env.update(
+            OTEL_TRACES_EXPORTER="otlp",
+            OTEL_EXPORTER_OTLP_PROTOCOL="http/protobuf",
+            OTEL_EXPORTER_OTLP_ENDPOINT=endpoint,
+        )
     else:
         env.update(OTEL_TRACES_EXPORTER="console")
     env.update(extra)
     return env
 
 
-def start_specialist(service: str, endpoint: Optional[str], shape: str = "a2a-executor",
-                     truth: Optional[Path] = None, stream: bool = False, forgetful: bool = False,
-                     db: Optional[Path] = None, **extra: str):
+def start_specialist(
+    service: str,
+    endpoint: str | None,
+    shape: str = "a2a-executor",
+    truth: Path | None = None,
+    stream: bool = False,
+    forgetful: bool = False,
+    db: Path | None = None,
+    **extra: str,
+):
     """Start ``specialist.py --shape shape`` under the launcher; returns ``(process, url)`` once it
     is ready. ``truth``: the file its model appends the messages it saw per request to; ``db``: the
     SQLite file of an Agno shape (replicas share one).
@@ -128,8 +150,9 @@ def start_specialist(service: str, endpoint: Optional[str], shape: str = "a2a-ex
     return start_server("specialist.py", service, endpoint, *args, **extra)
 
 
-def start_server(script: str, service: str, endpoint: Optional[str], *args: str, stdout: int = subprocess.PIPE,
-                 **extra: str):
+def start_server(
+    script: str, service: str, endpoint: str | None, *args: str, stdout: int = subprocess.PIPE, **extra: str
+):
     """Start ``examples/<script> --port P --name service *args`` under the launcher; returns
     ``(process, url)`` once it listens (``stdout``: a pipe unless told, e.g. ``subprocess.DEVNULL``;
     stderr the file ``process.log_path``). Raises RuntimeError (with its log) if it never listens."""
@@ -137,8 +160,7 @@ def start_server(script: str, service: str, endpoint: Optional[str], *args: str,
     log = tempfile.NamedTemporaryFile(prefix=f"{service}-", suffix=".log", delete=False)
     cmd = [str(LAUNCHER), sys.executable, str(EXAMPLES / script), "--port", str(port), "--name", service, *args]
     with log:
-        proc = subprocess.Popen(cmd, env=otel_env(service, endpoint, **extra), stdout=stdout,
-                                stderr=log, text=True)
+        proc = subprocess.Popen(cmd, env=otel_env(service, endpoint, **extra), stdout=stdout, stderr=log, text=True)
     proc.log_path = Path(log.name)
     try:
         wait_port(port, proc)
@@ -166,10 +188,18 @@ class SpecialistProcess:
     """``start_specialist`` with the console exporter, its stdout read in the background;
     ``spans()`` parses what it exported so far. ``env``: extra environment variables."""
 
-    def __init__(self, service: str, shape: str = "a2a-executor", truth: Optional[Path] = None,
-                 stream: bool = False, forgetful: bool = False, **env: str) -> None:
-        self.proc, self.url = start_specialist(service, None, shape=shape, truth=truth, stream=stream,
-                                               forgetful=forgetful, **env)
+    def __init__(
+        self,
+        service: str,
+        shape: str = "a2a-executor",
+        truth: Path | None = None,
+        stream: bool = False,
+        forgetful: bool = False,
+        **env: str,
+    ) -> None:
+        self.proc, self.url = start_specialist(
+            service, None, shape=shape, truth=truth, stream=stream, forgetful=forgetful, **env
+        )
         self._text: list[str] = []
         threading.Thread(target=lambda: self._text.extend(self.proc.stdout), daemon=True).start()
 
@@ -189,20 +219,33 @@ class SpecialistProcess:
         stop(self.proc)
 
 
-def run_orchestrator(specialists: list[tuple[str, str]], endpoint: Optional[str], turns: int = 3,
-                     retry_turn: int = 0, direct: bool = False,
-                     **extra: str) -> tuple[list[dict], subprocess.CompletedProcess]:
+def run_orchestrator(
+    specialists: list[tuple[str, str]],
+    endpoint: str | None,
+    turns: int = 3,
+    retry_turn: int = 0,
+    direct: bool = False,
+    **extra: str,
+) -> tuple[list[dict], subprocess.CompletedProcess]:
     """Run ``orchestrator.py`` under the launcher against ``[(name, url), ...]`` (``direct``: an
     a2a-sdk client instead of ``A2AAgent``); returns its delegation records (one dict per send) and
     the completed process. Raises CalledProcessError."""
-    cmd = [str(LAUNCHER), sys.executable, str(EXAMPLES / "orchestrator.py"), "--turns", str(turns),
-           "--retry-turn", str(retry_turn)]
+    cmd = [
+        str(LAUNCHER),
+        sys.executable,
+        str(EXAMPLES / "orchestrator.py"),
+        "--turns",
+        str(turns),
+        "--retry-turn",
+        str(retry_turn),
+    ]
     if direct:
         cmd.append("--direct")
     for name, url in specialists:
         cmd += ["--specialist", url, "--name", name]
-    proc = subprocess.run(cmd, env=otel_env("orchestrator", endpoint, **extra), capture_output=True, text=True,
-                          timeout=120, check=True)
+    proc = subprocess.run(
+        cmd, env=otel_env("orchestrator", endpoint, **extra), capture_output=True, text=True, timeout=120, check=True
+    )
     records = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith('{"conversation"')]
     return records, proc
 
@@ -211,8 +254,10 @@ def run_both_callers(specialists: list[tuple[str, str]], endpoint: str, turns: i
     """:func:`run_orchestrator` once with ``A2AAgent`` and once with a direct a2a-sdk client against
     the same specialists; returns ``{"a2a_agent": records, "direct": records}``. Raises
     CalledProcessError."""
-    return {caller: run_orchestrator(specialists, endpoint, turns=turns, direct=caller == "direct")[0]
-            for caller in ("a2a_agent", "direct")}
+    return {
+        caller: run_orchestrator(specialists, endpoint, turns=turns, direct=caller == "direct")[0]
+        for caller in ("a2a_agent", "direct")
+    }
 
 
 @contextmanager
@@ -230,9 +275,17 @@ def collector_run(binary: str | Path, workdir: Path, groupbytrace_wait: str = "3
 
 
 @contextmanager
-def app_hops(binary: str | Path, workdir: Path, app: str, service: str, flag: str, shapes: tuple[str, ...],
-             start: Callable[[str, str, Path], tuple[subprocess.Popen, str]], turns: int,
-             **extra: str) -> Iterator[tuple[list[dict], list[Span], dict[str, list[int]]]]:
+def app_hops(
+    binary: str | Path,
+    workdir: Path,
+    app: str,
+    service: str,
+    flag: str,
+    shapes: tuple[str, ...],
+    start: Callable[[str, str, Path], tuple[subprocess.Popen, str]],
+    turns: int,
+    **extra: str,
+) -> Iterator[tuple[list[dict], list[Span], dict[str, list[int]]]]:
     """One framework's caller app against one specialist per shape, through the collector: starts
     the collector and ``start(shape, endpoint, truth_file) -> (process, url)`` per shape, runs
     ``examples/<app> --turns N`` (``--specialist url --<flag> conv-<shape>`` per shape) under the
@@ -246,16 +299,18 @@ def app_hops(binary: str | Path, workdir: Path, app: str, service: str, flag: st
             proc, url = start(shape, collector.endpoint, truth)
             procs.append(proc)
             cmd += ["--specialist", url, f"--{flag}", f"conv-{shape}"]
-        proc = subprocess.run(cmd, env=otel_env(service, collector.endpoint, **extra), capture_output=True,
-                              text=True, timeout=120)
+        proc = subprocess.run(
+            cmd, env=otel_env(service, collector.endpoint, **extra), capture_output=True, text=True, timeout=120
+        )
         if proc.returncode:
             raise RuntimeError(f"{app} exited with {proc.returncode}:\n{proc.stderr[-3000:]}")
         records = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith(f'{{"{flag}"')]
         yield records, wait_for_hops(collector.spans_file, len(records)), read_truth(truth)
 
 
-def app_verdicts(records: list[dict], spans: list[Span], truth: dict[str, list[int]],
-                 caller: str) -> tuple[list[str], list[str]]:
+def app_verdicts(
+    records: list[dict], spans: list[Span], truth: dict[str, list[int]], caller: str
+) -> tuple[list[str], list[str]]:
     """Per record of :func:`app_hops`: the collector's verdict on its hop and the one its ground
     truth calls for (:func:`expected_result`, the reply in the contextId sent). Returns ``(got,
     want)``. Raises AssertionError when a record's trace has not exactly one hop from ``caller``."""
@@ -280,7 +335,7 @@ def read_truth(path: Path) -> dict[str, list[int]]:
     return out
 
 
-def expected_verdict(record: dict, counts: list[int]) -> Optional[bool]:
+def expected_verdict(record: dict, counts: list[int]) -> bool | None:
     """Ground truth of one delegation: None when the caller requested nothing (a first turn: no
     verdict to flag), False when the callee's model saw prior messages (it continued), True when
     it started from nothing (it forgot)."""
@@ -351,10 +406,17 @@ def read_spans(path: Path) -> list[Span]:
             res = {a["key"]: _value(a["value"]) for a in rs.get("resource", {}).get("attributes", [])}
             for ss in rs.get("scopeSpans", []):
                 for s in ss.get("spans", []):
-                    spans.append(Span(
-                        str(res.get("service.name")), s["name"], int(s.get("kind", 0)), s["traceId"], s["spanId"],
-                        s.get("parentSpanId", ""), {a["key"]: _value(a["value"]) for a in s.get("attributes", [])},
-                    ))
+                    spans.append(
+                        Span(
+                            str(res.get("service.name")),
+                            s["name"],
+                            int(s.get("kind", 0)),
+                            s["traceId"],
+                            s["spanId"],
+                            s.get("parentSpanId", ""),
+                            {a["key"]: _value(a["value"]) for a in s.get("attributes", [])},
+                        )
+                    )
     return spans
 
 
@@ -390,8 +452,11 @@ def scrape(port: int) -> list[tuple[str, dict, float]]:
 
 def metric_sum(samples: list[tuple[str, dict, float]], name: str, **labels: str) -> float:
     """Sum of samples of ``name`` (with or without a ``_total`` suffix) matching ``labels``."""
-    return sum(v for n, lab, v in samples if n in (name, name + "_total")
-               and all(lab.get(k) == want for k, want in labels.items()))
+    return sum(
+        v
+        for n, lab, v in samples
+        if n in (name, name + "_total") and all(lab.get(k) == want for k, want in labels.items())
+    )
 
 
 # -- issue 16: a caller that restarts its delegate, and the Python metrics through the collector ----
@@ -399,15 +464,25 @@ PYTHON_METRICS_OVERLAY = ROOT / "collector-config" / "backends" / "python-metric
 METRICS_ENV = {"OTEL_METRICS_EXPORTER": "otlp", "OTEL_METRIC_EXPORT_INTERVAL": "500"}
 
 
-def run_restarting_caller(service: str, url: str, endpoint: Optional[str], *args: str,
-                          turns: int = 3) -> list[dict]:
+def run_restarting_caller(service: str, url: str, endpoint: str | None, *args: str, turns: int = 3) -> list[dict]:
     """Run ``restarting_caller.py`` (``args``: e.g. ``"--keep"``, ``"--direct"``) under the launcher
     as ``service``, its metrics over OTLP to ``endpoint``; returns its records (one per send).
     Raises RuntimeError (with its stderr) when it fails."""
-    cmd = [str(LAUNCHER), sys.executable, str(EXAMPLES / "restarting_caller.py"), "--specialist", url,
-           "--caller", service, "--turns", str(turns), *args]
-    proc = subprocess.run(cmd, env=otel_env(service, endpoint, **METRICS_ENV), capture_output=True, text=True,
-                          timeout=120)
+    cmd = [
+        str(LAUNCHER),
+        sys.executable,
+        str(EXAMPLES / "restarting_caller.py"),
+        "--specialist",
+        url,
+        "--caller",
+        service,
+        "--turns",
+        str(turns),
+        *args,
+    ]
+    proc = subprocess.run(
+        cmd, env=otel_env(service, endpoint, **METRICS_ENV), capture_output=True, text=True, timeout=120
+    )
     if proc.returncode:
         raise RuntimeError(f"{service} exited with {proc.returncode}:\n{proc.stderr[-3000:]}")
     return [json.loads(line) for line in proc.stdout.splitlines() if line.startswith('{"caller"')]
@@ -435,13 +510,17 @@ def read_metrics(path: Path) -> dict[tuple, float]:
 
 def metric_total(metrics: dict, service: str, name: str, **labels: str) -> float:
     """Sum over :func:`read_metrics` output of ``name`` for ``service`` matching ``labels``."""
-    return sum(v for (svc, n, lab), v in metrics.items()
-               if svc == service and n == name and all(dict(lab).get(k) == want for k, want in labels.items()))
+    return sum(
+        v
+        for (svc, n, lab), v in metrics.items()
+        if svc == service and n == name and all(dict(lab).get(k) == want for k, want in labels.items())
+    )
 
 
 # -- issue 27: the recovery scenario (a delegation retried after a crash) ---------------------------
-def start_charge_specialist(service: str, endpoint: Optional[str], record: Path, idempotent: bool,
-                            hold: float = 3.0, **extra: str):
+def start_charge_specialist(
+    service: str, endpoint: str | None, record: Path, idempotent: bool, hold: float = 3.0, **extra: str
+):
     """``charge_specialist.py`` under the launcher (naive, or ``idempotent``: a ledger keyed by
     ``otel_agent_identity.upstream()``), holding its first response ``hold`` seconds; every charge
     it really makes is a JSON line in ``record``. Returns ``(process, url)``."""
@@ -449,13 +528,32 @@ def start_charge_specialist(service: str, endpoint: Optional[str], record: Path,
     return start_server("charge_specialist.py", service, endpoint, *args, **extra)
 
 
-def run_checkout(url: str, db: Path, endpoint: Optional[str], allowlist: str, timeout: float = 1.0,
-                 service: str = "checkout", order: str = "order-42", **extra: str) -> tuple[dict, int]:
+def run_checkout(
+    url: str,
+    db: Path,
+    endpoint: str | None,
+    allowlist: str,
+    timeout: float = 1.0,
+    service: str = "checkout",
+    order: str = "order-42",
+    **extra: str,
+) -> tuple[dict, int]:
     """One ``checkout_orchestrator.py`` process under the launcher (it resumes from ``db`` when a
     run is checkpointed there), allowlisting ``allowlist``; returns its record and exit status
     (3: it crashed on a failed send). Raises RuntimeError on any other failure."""
-    cmd = [str(LAUNCHER), sys.executable, str(EXAMPLES / "checkout_orchestrator.py"), "--specialist", url,
-           "--db", str(db), "--timeout", str(timeout), "--order", order]
+    cmd = [
+        str(LAUNCHER),
+        sys.executable,
+        str(EXAMPLES / "checkout_orchestrator.py"),
+        "--specialist",
+        url,
+        "--db",
+        str(db),
+        "--timeout",
+        str(timeout),
+        "--order",
+        order,
+    ]
     env = otel_env(service, endpoint, OTEL_INSTRUMENTATION_AGENT_IDENTITY_ALLOWLIST=allowlist, **extra)
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
     lines = [line for line in proc.stdout.splitlines() if line.startswith('{"resumed"')]
@@ -464,8 +562,9 @@ def run_checkout(url: str, db: Path, endpoint: Optional[str], allowlist: str, ti
     return json.loads(lines[-1]), proc.returncode
 
 
-def run_recovery(url: str, db: Path, endpoint: Optional[str], caller: str, order: str = "order-42",
-                 first_url: Optional[str] = None) -> list[dict]:
+def run_recovery(
+    url: str, db: Path, endpoint: str | None, caller: str, order: str = "order-42", first_url: str | None = None
+) -> list[dict]:
     """The recovery scenario: a first checkout process (sending to ``first_url``, default ``url``,
     with a 1 s timeout) whose send fails and which exits before ``charge`` is checkpointed, then a
     second that resumes from ``db`` and completes (a 30 s timeout: the network recovered; no test

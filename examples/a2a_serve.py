@@ -27,8 +27,12 @@ def write_truth(path: str | None, messages: int, conversation_id: str | None) ->
     if path:
         ctx = trace.get_current_span().get_span_context()
         with open(path, "a", encoding="utf-8") as out:
-            out.write(json.dumps({"trace_id": format(ctx.trace_id, "032x"), "messages": messages,
-                                  "conversation_id": conversation_id}) + "\n")
+            out.write(
+                json.dumps(
+                    {"trace_id": format(ctx.trace_id, "032x"), "messages": messages, "conversation_id": conversation_id}
+                )
+                + "\n"
+            )
 
 
 class ReplyExecutor(AgentExecutor):
@@ -71,8 +75,9 @@ def executor_app(executor: AgentExecutor, url: str, name: str, description: str 
 def serve(executor: AgentExecutor, name: str, port: int, description: str = DESCRIPTION) -> None:
     """Serve ``executor`` on 127.0.0.1:``port`` until stopped; prints ``ready <url>`` once listening."""
     url = f"http://127.0.0.1:{port}/"
-    config = uvicorn.Config(executor_app(executor, url, name, description), host="127.0.0.1", port=port,
-                            log_level="warning")
+    config = uvicorn.Config(
+        executor_app(executor, url, name, description), host="127.0.0.1", port=port, log_level="warning"
+    )
     server = uvicorn.Server(config)
     original_startup = server.startup
 

@@ -23,14 +23,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from google.adk.agents import LlmAgent  # noqa: E402
-from google.adk.runners import Runner  # noqa: E402
-from google.adk.sessions import InMemorySessionService  # noqa: E402
-from google.adk.tools import ToolContext  # noqa: E402
-from google.genai import types  # noqa: E402
-
-from a2a_delegate import Delegate, connect, run_conversations  # noqa: E402
-from offline_adk import OfflineLlm, seen  # noqa: E402
+from a2a_delegate import Delegate, connect, run_conversations
+from google.adk.agents import LlmAgent
+from google.adk.runners import Runner
+from google.adk.sessions import InMemorySessionService
+from google.adk.tools import ToolContext
+from google.genai import types
+from offline_adk import OfflineLlm, seen
 
 _delegates: dict[str, Delegate] = {}  # session id -> its A2A conversation with the specialist
 
@@ -40,8 +39,12 @@ async def ask_specialist(city: str, tool_context: ToolContext) -> str:
     return await _delegates[tool_context.session.id].ask(f"weather in {city}?")
 
 
-runner = Runner(app_name="adk-app", agent=LlmAgent(name="weather_agent", model=OfflineLlm(), tools=[ask_specialist]),
-                session_service=InMemorySessionService(), auto_create_session=True)
+runner = Runner(
+    app_name="adk-app",
+    agent=LlmAgent(name="weather_agent", model=OfflineLlm(), tools=[ask_specialist]),
+    session_service=InMemorySessionService(),
+    auto_create_session=True,
+)
 
 
 async def converse(url: str, session: str, turns: int) -> None:
@@ -51,8 +54,18 @@ async def converse(url: str, session: str, turns: int) -> None:
             message = types.Content(role="user", parts=[types.Part(text="Paris")])
             events = [e async for e in runner.run_async(user_id="u", session_id=session, new_message=message)]
             answer = events[-1].content.parts[0].text
-            print(json.dumps({"session": session, "turn": turn, "seen": seen(answer),
-                              "invocation_id": events[-1].invocation_id, **delegate.last}), flush=True)
+            print(
+                json.dumps(
+                    {
+                        "session": session,
+                        "turn": turn,
+                        "seen": seen(answer),
+                        "invocation_id": events[-1].invocation_id,
+                        **delegate.last,
+                    }
+                ),
+                flush=True,
+            )
             print(f"[{session}] turn {turn}: {answer}", file=sys.stderr)
 
 

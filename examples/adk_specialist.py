@@ -23,13 +23,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from google.adk.agents import LlmAgent  # noqa: E402
-from google.adk.runners import Runner  # noqa: E402
-from google.adk.sessions import InMemorySessionService  # noqa: E402
-from google.genai import types  # noqa: E402
-
-from a2a_serve import ReplyExecutor, serve  # noqa: E402
-from offline_adk import OfflineLlm, seen  # noqa: E402
+from a2a_serve import ReplyExecutor, serve
+from google.adk.agents import LlmAgent
+from google.adk.runners import Runner
+from google.adk.sessions import InMemorySessionService
+from google.genai import types
+from offline_adk import OfflineLlm, seen
 
 SHAPES = ("session", "forgetful")
 
@@ -65,8 +64,12 @@ def main() -> None:
     parser.add_argument("--shape", choices=SHAPES, default="session")
     parser.add_argument("--truth", help="append the messages seen per request to this file")
     args = parser.parse_args()
-    serve(build_executor(args.name, args.shape, args.truth), args.name, args.port,
-          "Answers weather questions (offline, Google ADK).")
+    serve(
+        build_executor(args.name, args.shape, args.truth),
+        args.name,
+        args.port,
+        "Answers weather questions (offline, Google ADK).",
+    )
 
 
 if __name__ == "__main__":

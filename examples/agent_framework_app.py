@@ -15,9 +15,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from agent_framework import Agent, tool  # noqa: E402
+from offline_chat import OfflineChatClient
 
-from offline_chat import OfflineChatClient  # noqa: E402
+from agent_framework import Agent, tool
 
 
 @tool

@@ -28,12 +28,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("AGNO_TELEMETRY", "false")
 
-from agno.agent import Agent  # noqa: E402
-from agno.db.in_memory import InMemoryDb  # noqa: E402
-from agno.run import RunContext  # noqa: E402
-
-from a2a_delegate import Delegate, connect, run_conversations  # noqa: E402
-from offline_agno import OfflineToolModel  # noqa: E402
+from a2a_delegate import Delegate, connect, run_conversations
+from agno.agent import Agent
+from agno.db.in_memory import InMemoryDb
+from agno.run import RunContext
+from offline_agno import OfflineToolModel
 
 _delegates: dict[str, Delegate] = {}  # session_id -> its A2A conversation with the specialist
 
@@ -44,14 +43,29 @@ async def ask_specialist(city: str, run_context: RunContext) -> str:
 
 
 async def converse(url: str, session_id: str, turns: int) -> None:
-    agent = Agent(name="weather_agent", model=OfflineToolModel(), tools=[ask_specialist], db=InMemoryDb(),
-                  add_history_to_context=True)
+    agent = Agent(
+        name="weather_agent",
+        model=OfflineToolModel(),
+        tools=[ask_specialist],
+        db=InMemoryDb(),
+        add_history_to_context=True,
+    )
     async with connect(url) as delegate:
         _delegates[session_id] = delegate
         for turn in range(1, turns + 1):
             out = await agent.arun("Paris", session_id=session_id)
-            print(json.dumps({"session": out.session_id, "turn": turn, "seen": int(out.content.split()[0][5:]),
-                              "run_id": out.run_id, **delegate.last}), flush=True)
+            print(
+                json.dumps(
+                    {
+                        "session": out.session_id,
+                        "turn": turn,
+                        "seen": int(out.content.split()[0][5:]),
+                        "run_id": out.run_id,
+                        **delegate.last,
+                    }
+                ),
+                flush=True,
+            )
             print(f"[{session_id}] turn {turn}: {out.content}", file=sys.stderr)
 
 

@@ -31,13 +31,13 @@ from typing import TypedDict
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from a2a.helpers.proto_helpers import get_message_text, new_text_message  # noqa: E402
-from a2a.server.agent_execution import AgentExecutor  # noqa: E402
-from langgraph.graph import END, START, StateGraph  # noqa: E402
-from opentelemetry import trace  # noqa: E402
+from a2a.helpers.proto_helpers import get_message_text, new_text_message
+from a2a.server.agent_execution import AgentExecutor
+from a2a_serve import serve
+from langgraph.graph import END, START, StateGraph
+from opentelemetry import trace
 
-import otel_agent_identity  # noqa: E402
-from a2a_serve import serve  # noqa: E402
+import otel_agent_identity
 
 
 class Charge(TypedDict, total=False):
@@ -54,9 +54,16 @@ def build_graph(record: str | None):
             up, scope = otel_agent_identity.upstream(), otel_agent_identity.current_scope()
             ctx = trace.get_current_span().get_span_context()
             with open(record, "a", encoding="utf-8") as out:
-                out.write(json.dumps({"execution": scope and scope.execution_id,
-                                      "delegation": up and up.delegation_id,
-                                      "trace_id": format(ctx.trace_id, "032x")}) + "\n")
+                out.write(
+                    json.dumps(
+                        {
+                            "execution": scope and scope.execution_id,
+                            "delegation": up and up.delegation_id,
+                            "trace_id": format(ctx.trace_id, "032x"),
+                        }
+                    )
+                    + "\n"
+                )
         return {"receipt": receipt}
 
     graph = StateGraph(Charge)
@@ -84,8 +91,7 @@ class ChargeExecutor(AgentExecutor):
         key = up.delegation_id if self.idempotent and up is not None else None
         receipt = self.ledger.get(key) if key else None
         if receipt is None:  # the work: one LangGraph run
-            result = await self.graph.ainvoke({"order": get_message_text(context.message)},
-                                              {"run_id": uuid.uuid4()})
+            result = await self.graph.ainvoke({"order": get_message_text(context.message)}, {"run_id": uuid.uuid4()})
             receipt = result["receipt"]
             if key:
                 self.ledger[key] = receipt

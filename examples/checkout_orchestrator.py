@@ -56,8 +56,11 @@ def build_graph(url: str, timeout: float):
             _out["trace_id"] = format(ctx.trace_id, "032x")
             async with httpx.AsyncClient(timeout=timeout) as http:
                 client = await create_client(url, client_config=ClientConfig(httpx_client=http, streaming=False))
-                request = SendMessageRequest(message=A2AMessage(
-                    role=Role.ROLE_USER, parts=[Part(text=state["order"])], message_id=uuid.uuid4().hex))
+                request = SendMessageRequest(
+                    message=A2AMessage(
+                        role=Role.ROLE_USER, parts=[Part(text=state["order"])], message_id=uuid.uuid4().hex
+                    )
+                )
                 receipt = ""
                 async for event in client.send_message(request):
                     payload = getattr(event, event.WhichOneof("payload"))
@@ -87,7 +90,7 @@ async def checkout(url: str, db: str, timeout: float, order: str = "order-42") -
         try:
             result = await graph.ainvoke(None if resumed else {"order": order}, config, durability="sync")
             _out["receipt"] = result.get("receipt")
-        except Exception as exc:  # noqa: BLE001 - the crash: recorded, then the process exits
+        except Exception as exc:
             _out["error"] = f"{type(exc).__name__}: {exc}"
     print(json.dumps(_out), flush=True)
     return 3 if _out["error"] else 0

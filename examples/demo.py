@@ -56,8 +56,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import a2a_harness as h  # noqa: E402
-import zipkin_backend as zb  # noqa: E402
+import a2a_harness as h
+import zipkin_backend as zb
 
 #: (shape, what it is), in the order the demo talks to them; the first gets the retried turn
 SPECIALISTS = (
@@ -81,10 +81,14 @@ RETRIED = SPECIALISTS[0][0]
 #: the other frameworks' callers: (label, service, script, conversation option, specialists it talks to)
 FRAMEWORK_CALLERS = (
     ("LangGraph", "langgraph-app", "langgraph_app.py", "--thread", ("session-local", "a2a-executor")),
-    ("OpenAI Agents", "openai-agents-app", "openai_agents_orchestrator.py", "--session",
-     ("session-service", "plain-new-context")),
-    ("Agno", "agno-app", "agno_orchestrator.py", "--session",
-     ("session-service", "a2a-executor", "plain-new-context")),
+    (
+        "OpenAI Agents",
+        "openai-agents-app",
+        "openai_agents_orchestrator.py",
+        "--session",
+        ("session-service", "plain-new-context"),
+    ),
+    ("Agno", "agno-app", "agno_orchestrator.py", "--session", ("session-service", "a2a-executor", "plain-new-context")),
 )
 
 
@@ -98,8 +102,14 @@ def start_framework_callers(urls: dict[str, str], endpoint: str, turns: int) -> 
         for shape in shapes:
             cmd += ["--specialist", urls[shape], option, f"conv-{service.split('-')[0]}-{shape}"]
         env = h.otel_env(service, endpoint, AGNO_TELEMETRY="false")  # Agno's call home off (it posts the ids)
-        procs.append((label, service, shapes, subprocess.Popen(cmd, env=env, text=True,
-                                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)))
+        procs.append(
+            (
+                label,
+                service,
+                shapes,
+                subprocess.Popen(cmd, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE),
+            )
+        )
     return procs
 
 
@@ -118,10 +128,18 @@ def framework_records(procs: list) -> dict[str, list[dict]]:
                 rec = json.loads(line)
                 conversation = rec.get("thread") or rec["session"]
                 shape = next(s for s in shapes if conversation.endswith(f"-{s}"))
-                out.setdefault(label, []).append({
-                    "conversation": f"{shape} via {label}", "specialist": shape, "caller": service,
-                    "turn": rec["turn"], "attempt": 1, "requested": rec["requested"], "answered": rec["context_id"],
-                    "trace_id": rec["trace_id"]})
+                out.setdefault(label, []).append(
+                    {
+                        "conversation": f"{shape} via {label}",
+                        "specialist": shape,
+                        "caller": service,
+                        "turn": rec["turn"],
+                        "attempt": 1,
+                        "requested": rec["requested"],
+                        "answered": rec["context_id"],
+                        "trace_id": rec["trace_id"],
+                    }
+                )
     return out
 
 
@@ -150,19 +168,26 @@ def report(records: list[dict], spans: list[h.Span], truth: dict[str, list[int]]
             found.sort(key=lambda s: bool(s.attributes.get("agent_identity.delegation.duplicate")))
             for i, hop in enumerate(found):
                 if len(seen) == len(found) > 1:  # a re-sent delegation: one count per execution, in order
-                    forgot = h.expected_verdict(rec, seen[i:i + 1])
+                    forgot = h.expected_verdict(rec, seen[i : i + 1])
                 a = hop.attributes
                 result, flagged = a.get("agent_identity.hop.result"), a.get("agent_identity.hop.mismatch")
                 agree = (flagged is False and result == "first_turn") if forgot is None else flagged is forgot
-                marks = " ".join(m for m, on in (("MISMATCH", flagged),
-                                                 ("DUPLICATE", a.get("agent_identity.delegation.duplicate"))) if on)
+                marks = " ".join(
+                    m
+                    for m, on in (("MISMATCH", flagged), ("DUPLICATE", a.get("agent_identity.delegation.duplicate")))
+                    if on
+                )
                 sent = (rec["requested"] or "(none)")[:12]
-                shown = seen[i:i + 1] if len(seen) == len(found) else seen
-                print(f"  {rec['turn']:<5}{sent:<16}{','.join(map(str, shown)) or '?':<12}{truth_word(forgot):<12}"
-                      f"{result} {marks}{'' if agree else '   <-- DISAGREES'}")
+                shown = seen[i : i + 1] if len(seen) == len(found) else seen
+                print(
+                    f"  {rec['turn']:<5}{sent:<16}{','.join(map(str, shown)) or '?':<12}{truth_word(forgot):<12}"
+                    f"{result} {marks}{'' if agree else '   <-- DISAGREES'}"
+                )
                 if not agree:
-                    problems.append(f"{shape} via {caller} turn {rec['turn']}: truth {truth_word(forgot)} "
-                                    f"(model saw {seen}), collector said {result} (mismatch={flagged})")
+                    problems.append(
+                        f"{shape} via {caller} turn {rec['turn']}: truth {truth_word(forgot)} "
+                        f"(model saw {seen}), collector said {result} (mismatch={flagged})"
+                    )
     return problems
 
 
@@ -170,8 +195,10 @@ def check_duplicates(records: list[dict], spans: list[h.Span]) -> list[str]:
     duplicates = [s for s in h.hop_spans(spans) if s.attributes.get("agent_identity.delegation.duplicate")]
     retried = {r["trace_id"] for r in records if r["attempt"] > 1}
     if len(duplicates) != len(retried) or any(s.trace_id not in retried for s in duplicates):
-        return [f"expected {len(retried)} duplicate execution(s) on the retried turn, "
-                f"the collector flagged {len(duplicates)}"]
+        return [
+            f"expected {len(retried)} duplicate execution(s) on the retried turn, "
+            f"the collector flagged {len(duplicates)}"
+        ]
     return []
 
 
@@ -201,16 +228,19 @@ def metrics(port: int, records: list[dict], truth: dict[str, list[int]]) -> list
     for shape, _ in SPECIALISTS + FRAMEWORK_SPECIALISTS:
         got = h.metric_sum(samples, "agent_identity_mismatches", callee_service=shape)
         if got != want.get(shape, 0):
-            problems.append(f"agent_identity_mismatches into {shape}: {got:g}, the ground truth says "
-                            f"{want.get(shape, 0):g}")
+            problems.append(
+                f"agent_identity_mismatches into {shape}: {got:g}, the ground truth says {want.get(shape, 0):g}"
+            )
     want = expected_counts(records, truth, by="caller")
     for caller in dict.fromkeys(r["caller"] for r in records):
         got = h.metric_sum(samples, "agent_identity_mismatches", caller_service=caller)
         if got != want.get(caller, 0):
-            problems.append(f"agent_identity_mismatches from {caller}: {got:g}, the ground truth says "
-                            f"{want.get(caller, 0):g}")
-    dup = h.metric_sum(samples, "agent_identity_duplicate_executions", caller_service="orchestrator",
-                       callee_service=RETRIED)
+            problems.append(
+                f"agent_identity_mismatches from {caller}: {got:g}, the ground truth says {want.get(caller, 0):g}"
+            )
+    dup = h.metric_sum(
+        samples, "agent_identity_duplicate_executions", caller_service="orchestrator", callee_service=RETRIED
+    )
     if dup != 1:
         problems.append(f"agent_identity_duplicate_executions orchestrator -> {RETRIED}: {dup:g}, expected 1")
     return problems
@@ -237,10 +267,18 @@ def restarting_delegates(url: str, collector, work: Path, turns: int) -> list[st
             restart = r["previous"] is not None and r["requested"] != r["previous"]
             client = [s for s in spans if s.service == service and s.trace_id == r["trace_id"] and s.kind == 3]
             marked = any("agent_identity.conversation.previous_id" in s.attributes for s in client)
-            verdict = next((s.attributes.get("agent_identity.hop.result") for s in spans
-                            if s.trace_id == r["trace_id"] and "agent_identity.hop.result" in s.attributes), "?")
-            print(f"  {service:18} {r['turn']:<5} {str(r['requested'] or '(none)')[:14]:15} "
-                  f"{str(r['previous'] or '(none)')[:18]:19} {'YES' if marked else 'no':15} {verdict}")
+            verdict = next(
+                (
+                    s.attributes.get("agent_identity.hop.result")
+                    for s in spans
+                    if s.trace_id == r["trace_id"] and "agent_identity.hop.result" in s.attributes
+                ),
+                "?",
+            )
+            print(
+                f"  {service:18} {r['turn']:<5} {str(r['requested'] or '(none)')[:14]:15} "
+                f"{str(r['previous'] or '(none)')[:18]:19} {'YES' if marked else 'no':15} {verdict}"
+            )
             if marked != restart:
                 problems.append(f"{service} turn {r['turn']}: restart={restart}, CLIENT span marked={marked}")
         want = sum(1 for r in recs if r["previous"] is not None and r["requested"] != r["previous"])
@@ -269,8 +307,9 @@ def recovery(binary: str, work: Path) -> list[str]:
     try:
         for kind in ("naive", "idempotent"):
             service = f"payments-{kind}"
-            proc, url = h.start_charge_specialist(service, collector.endpoint, work / f"{kind}.jsonl",
-                                                  idempotent=kind == "idempotent")
+            proc, url = h.start_charge_specialist(
+                service, collector.endpoint, work / f"{kind}.jsonl", idempotent=kind == "idempotent"
+            )
             procs.append(proc)
             records = h.run_recovery(url, work / f"{kind}.sqlite", collector.endpoint, f"checkout-{kind}")
             rows.append((service, f"checkout-{kind}", records, work / f"{kind}.jsonl"))
@@ -281,24 +320,39 @@ def recovery(binary: str, work: Path) -> list[str]:
                 break
             time.sleep(0.5)
         samples = h.scrape(collector.metrics_port)
-        print("\nRecovery test: checkout -> charge (delegation key order-42:charge, 1 s timeout, response held 3 s),"
-              " crash, resume from the SQLite checkpoint, retry")
-        print(f"  {'specialist':<20} {'attempts':>8} {'charges made (truth)':>20} | collector: "
-              f"{'duplicate executions':>20} {'duplicate deliveries':>20} {'lost responses':>14}")
+        print(
+            "\nRecovery test: checkout -> charge (delegation key order-42:charge, 1 s timeout, response held 3 s),"
+            " crash, resume from the SQLite checkpoint, retry"
+        )
+        print(
+            f"  {'specialist':<20} {'attempts':>8} {'charges made (truth)':>20} | collector: "
+            f"{'duplicate executions':>20} {'duplicate deliveries':>20} {'lost responses':>14}"
+        )
         for service, caller, records, record in rows:
             charges = len(h.read_charges(record))
-            got = {name: h.metric_sum(samples, name, caller_service=caller, callee_service=service)
-                   for name in ("agent_identity_duplicate_executions", "agent_identity_duplicate_deliveries",
-                                "agent_identity_lost_responses")}
-            print(f"  {service:<20} {len(records):>8} {charges:>20} | {'':>10} "
-                  f"{got['agent_identity_duplicate_executions']:>20g} {got['agent_identity_duplicate_deliveries']:>20g} "
-                  f"{got['agent_identity_lost_responses']:>14g}")
+            got = {
+                name: h.metric_sum(samples, name, caller_service=caller, callee_service=service)
+                for name in (
+                    "agent_identity_duplicate_executions",
+                    "agent_identity_duplicate_deliveries",
+                    "agent_identity_lost_responses",
+                )
+            }
+            print(
+                f"  {service:<20} {len(records):>8} {charges:>20} | {'':>10} "
+                f"{got['agent_identity_duplicate_executions']:>20g} {got['agent_identity_duplicate_deliveries']:>20g} "
+                f"{got['agent_identity_lost_responses']:>14g}"
+            )
             if got["agent_identity_duplicate_executions"] != charges - 1:
-                problems.append(f"{service}: {charges} charges made, "
-                                f"{got['agent_identity_duplicate_executions']:g} duplicate executions reported")
+                problems.append(
+                    f"{service}: {charges} charges made, "
+                    f"{got['agent_identity_duplicate_executions']:g} duplicate executions reported"
+                )
             if got["agent_identity_duplicate_deliveries"] != len(records) - 1:
-                problems.append(f"{service}: {len(records)} deliveries, "
-                                f"{got['agent_identity_duplicate_deliveries']:g} duplicate deliveries reported")
+                problems.append(
+                    f"{service}: {len(records)} deliveries, "
+                    f"{got['agent_identity_duplicate_deliveries']:g} duplicate deliveries reported"
+                )
     finally:
         for proc in procs:
             h.stop(proc)
@@ -330,21 +384,29 @@ def main() -> int:
             procs.append(proc)
             print(f"{shape}: {what}, A2A server at {urls[shape]}")
         with ThreadPoolExecutor(3) as pool:  # each process imports its framework: start them side by side
-            started = list(pool.map(lambda shape: h.start_specialist(
-                shape, collector.endpoint, shape=shape, truth=truth_file, AGNO_TELEMETRY="false"),
-                [shape for shape, _ in FRAMEWORK_SPECIALISTS]))
+            started = list(
+                pool.map(
+                    lambda shape: h.start_specialist(
+                        shape, collector.endpoint, shape=shape, truth=truth_file, AGNO_TELEMETRY="false"
+                    ),
+                    [shape for shape, _ in FRAMEWORK_SPECIALISTS],
+                )
+            )
         for (shape, what), (proc, url) in zip(FRAMEWORK_SPECIALISTS, started):
             procs.append(proc)
             urls[shape] = url
             print(f"{shape}: {what}, A2A server at {url}")
         callers = start_framework_callers(urls, collector.endpoint, args.turns)
         procs += [proc for *_, proc in callers]
-        via_agent, _ = h.run_orchestrator([(s, urls[s]) for s, _ in SPECIALISTS], collector.endpoint,
-                                          turns=args.turns, retry_turn=2)
-        direct, _ = h.run_orchestrator([(s, urls[s]) for s in DIRECT], collector.endpoint, turns=args.turns,
-                                       direct=True)
-        served, _ = h.run_orchestrator([(s, urls[s]) for s, _ in FRAMEWORK_SPECIALISTS], collector.endpoint,
-                                       turns=args.turns)
+        via_agent, _ = h.run_orchestrator(
+            [(s, urls[s]) for s, _ in SPECIALISTS], collector.endpoint, turns=args.turns, retry_turn=2
+        )
+        direct, _ = h.run_orchestrator(
+            [(s, urls[s]) for s in DIRECT], collector.endpoint, turns=args.turns, direct=True
+        )
+        served, _ = h.run_orchestrator(
+            [(s, urls[s]) for s, _ in FRAMEWORK_SPECIALISTS], collector.endpoint, turns=args.turns
+        )
         framework = framework_records(callers)
         for rec in via_agent + direct + served:
             rec["caller"] = "orchestrator"
@@ -356,14 +418,17 @@ def main() -> int:
         for label, recs in framework.items():
             problems += report(recs, spans, truth, f"{label} (a2a-sdk client)")
         expected_calls = {label: len(shapes) * args.turns for label, _, _, _, shapes in FRAMEWORK_CALLERS}
-        problems += [f"{label}: {len(framework.get(label, []))} turns recorded, expected {n}"
-                     for label, n in expected_calls.items() if len(framework.get(label, [])) != n]
+        problems += [
+            f"{label}: {len(framework.get(label, []))} turns recorded, expected {n}"
+            for label, n in expected_calls.items()
+            if len(framework.get(label, [])) != n
+        ]
         problems += check_duplicates(records, spans)
         problems += metrics(collector.metrics_port, records, truth)
         problems += restarting_delegates(urls["plain"], collector, work, args.turns)
         problems += recovery(args.collector, work / "recovery")
         zb.show_links(zipkin, records, spans)  # one link per conversation, one to the flagged hops; waits for Enter
-    except Exception as exc:  # noqa: BLE001 - report and exit 2
+    except Exception as exc:
         print(f"demo could not run: {exc}", file=sys.stderr)
         return 2
     finally:
@@ -381,11 +446,17 @@ def main() -> int:
         print("\nFAIL:\n  " + "\n  ".join(problems))
         return 1
     flagged, per_caller = sum(expected_counts(records, truth).values()), expected_counts(records, truth, by="caller")
-    print(f"\nOK: every verdict equals the ground truth ({len(records)} sends, {flagged:g} flagged, no false alarm), "
-          "the retried delegation counted as 1 duplicate execution, every delegate restart marked and counted")
-    print("  sends / flagged per caller: " + ", ".join(
-        f"{c} {sum(r['caller'] == c for r in records)}/{per_caller.get(c, 0):g}" for c in dict.fromkeys(
-            r["caller"] for r in records)))
+    print(
+        f"\nOK: every verdict equals the ground truth ({len(records)} sends, {flagged:g} flagged, no false alarm), "
+        "the retried delegation counted as 1 duplicate execution, every delegate restart marked and counted"
+    )
+    print(
+        "  sends / flagged per caller: "
+        + ", ".join(
+            f"{c} {sum(r['caller'] == c for r in records)}/{per_caller.get(c, 0):g}"
+            for c in dict.fromkeys(r["caller"] for r in records)
+        )
+    )
     return 0
 
 

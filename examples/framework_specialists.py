@@ -29,19 +29,26 @@ from __future__ import annotations
 import re
 import sys
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any
 
 from a2a.helpers.proto_helpers import get_message_text, new_text_message
 from a2a.server.agent_execution import AgentExecutor
 
 CONTINUES = {
-    "langgraph-thread": True, "langgraph-new-thread": False, "langgraph-stateless": True,
-    "agno-session": True, "agno-new-session": False, "agno-no-history": False,
-    "openai-session": True, "openai-no-session": False, "openai-previous-response": True,
+    "langgraph-thread": True,
+    "langgraph-new-thread": False,
+    "langgraph-stateless": True,
+    "agno-session": True,
+    "agno-new-session": False,
+    "agno-no-history": False,
+    "openai-session": True,
+    "openai-no-session": False,
+    "openai-previous-response": True,
 }
 
-Truth = Callable[[int, Optional[str]], None]  # (messages seen, agent conversation id)
+Truth = Callable[[int, str | None], None]  # (messages seen, agent conversation id)
 
 
 class _Executor(AgentExecutor):
@@ -63,7 +70,6 @@ def _langgraph(shape: str, name: str, truth: Truth):
     from langchain_core.messages import HumanMessage
     from langgraph.checkpoint.memory import InMemorySaver
     from langgraph.graph import START, MessagesState, StateGraph
-
     from offline_langchain import OfflineToolModel
 
     model = OfflineToolModel()
@@ -94,13 +100,12 @@ def _langgraph(shape: str, name: str, truth: Truth):
 
 
 # -- Agno ------------------------------------------------------------------------------------
-def _agno(shape: str, name: str, truth: Truth, db_path: Optional[str]):
+def _agno(shape: str, name: str, truth: Truth, db_path: str | None):
     from agno.agent import Agent
-
     from offline_agno import OfflineToolModel
 
     class Model(OfflineToolModel):
-        def _respond(self, messages: list, tools: Optional[list]):
+        def _respond(self, messages: list, tools: list | None):
             seen = [m for m in messages if m.role in ("user", "assistant")]
             truth(len(seen), _current_session[0])
             return super()._respond(seen, tools)
@@ -113,8 +118,7 @@ def _agno(shape: str, name: str, truth: Truth, db_path: Optional[str]):
         from agno.db.in_memory import InMemoryDb
 
         db = InMemoryDb()
-    agent = Agent(name=name, model=Model(), db=db, telemetry=False,
-                  add_history_to_context=shape != "agno-no-history")
+    agent = Agent(name=name, model=Model(), db=db, telemetry=False, add_history_to_context=shape != "agno-no-history")
     _current_session: list = [None]
 
     async def answer(text: str, context_id: str) -> str:
@@ -180,7 +184,7 @@ def _openai_chain(name: str, truth: Truth):
     return answer
 
 
-def build_executor(shape: str, name: str, truth: Truth, db_path: Optional[str] = None) -> AgentExecutor:
+def build_executor(shape: str, name: str, truth: Truth, db_path: str | None = None) -> AgentExecutor:
     """The executor of ``shape`` (one of ``CONTINUES``); ``truth(messages, conversation)`` is
     called once per model call with what the model saw."""
     if shape.startswith("langgraph"):

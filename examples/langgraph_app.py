@@ -23,12 +23,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from langchain_core.runnables import RunnableConfig  # noqa: E402
-from langchain_core.tools import tool  # noqa: E402
-from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
-
-from a2a_delegate import Delegate, connect, run_conversations  # noqa: E402
-from offline_langchain import OfflineToolModel  # noqa: E402
+from a2a_delegate import Delegate, connect, run_conversations
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
+from offline_langchain import OfflineToolModel
 
 _delegates: dict[str, Delegate] = {}  # thread_id -> its A2A conversation with the specialist
 
@@ -44,8 +43,9 @@ async def converse(url: str, thread: str, turns: int) -> None:
         warnings.simplefilter("ignore")  # create_react_agent is deprecated in favour of langchain's
         from langgraph.prebuilt import create_react_agent
 
-        agent = create_react_agent(OfflineToolModel(), [ask_specialist], name="weather_graph",
-                                   checkpointer=InMemorySaver())
+        agent = create_react_agent(
+            OfflineToolModel(), [ask_specialist], name="weather_graph", checkpointer=InMemorySaver()
+        )
     async with connect(url) as delegate:
         _delegates[thread] = delegate
         for turn in range(1, turns + 1):
@@ -54,8 +54,12 @@ async def converse(url: str, thread: str, turns: int) -> None:
             question = f"Paris, day {turn}"
             result = await agent.ainvoke({"messages": [("user", question)]}, {"configurable": {"thread_id": thread}})
             answer = result["messages"][-1].content
-            print(json.dumps({"thread": thread, "turn": turn, "seen": int(answer.split()[0].split("=")[1]),
-                              **delegate.last}), flush=True)
+            print(
+                json.dumps(
+                    {"thread": thread, "turn": turn, "seen": int(answer.split()[0].split("=")[1]), **delegate.last}
+                ),
+                flush=True,
+            )
             print(f"[{thread}] turn {turn}: {answer}", file=sys.stderr)
 
 

@@ -53,7 +53,7 @@ class OfflineLiveConnection:
         import asyncio
 
         self.contents: list = []
-        self.replies: "asyncio.Queue" = asyncio.Queue()
+        self.replies: asyncio.Queue = asyncio.Queue()
 
     async def send_history(self, history) -> None:
         self.contents.extend(history)

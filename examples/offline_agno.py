@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import itertools
 import json
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
-from typing import Any, AsyncIterator, Iterator, Optional
+from typing import Any
 
 from agno.models.base import Model
 from agno.models.response import ModelResponse
@@ -22,33 +23,73 @@ _calls = itertools.count(1)
 @dataclass
 class OfflineToolModel(Model):
     id: str = "offline"
-    name: Optional[str] = "offline"
-    provider: Optional[str] = "offline"
+    name: str | None = "offline"
+    provider: str | None = "offline"
 
-    def _respond(self, messages: list, tools: Optional[list]) -> ModelResponse:
+    def _respond(self, messages: list, tools: list | None) -> ModelResponse:
         last = messages[-1]
         if tools and last.role == "user":
             name = (tools[0].get("function") or tools[0])["name"]
-            return ModelResponse(role="assistant", content="", tool_calls=[{
-                "id": f"call_{next(_calls)}", "type": "function",
-                "function": {"name": name, "arguments": json.dumps({"city": last.get_content_string()})}}])
+            return ModelResponse(
+                role="assistant",
+                content="",
+                tool_calls=[
+                    {
+                        "id": f"call_{next(_calls)}",
+                        "type": "function",
+                        "function": {"name": name, "arguments": json.dumps({"city": last.get_content_string()})},
+                    }
+                ],
+            )
         result = last.content if last.role == "tool" else "-"
         return ModelResponse(role="assistant", content=f"seen={len(messages)} weather={result}")
 
-    def invoke(self, messages, assistant_message=None, response_format=None, tools=None, tool_choice=None,
-               run_response=None, **kwargs) -> ModelResponse:
+    def invoke(
+        self,
+        messages,
+        assistant_message=None,
+        response_format=None,
+        tools=None,
+        tool_choice=None,
+        run_response=None,
+        **kwargs,
+    ) -> ModelResponse:
         return self._respond(messages, tools)
 
-    async def ainvoke(self, messages, assistant_message=None, response_format=None, tools=None, tool_choice=None,
-                      run_response=None, **kwargs) -> ModelResponse:
+    async def ainvoke(
+        self,
+        messages,
+        assistant_message=None,
+        response_format=None,
+        tools=None,
+        tool_choice=None,
+        run_response=None,
+        **kwargs,
+    ) -> ModelResponse:
         return self._respond(messages, tools)
 
-    def invoke_stream(self, messages, assistant_message=None, response_format=None, tools=None, tool_choice=None,
-                      run_response=None, **kwargs) -> Iterator[ModelResponse]:
+    def invoke_stream(
+        self,
+        messages,
+        assistant_message=None,
+        response_format=None,
+        tools=None,
+        tool_choice=None,
+        run_response=None,
+        **kwargs,
+    ) -> Iterator[ModelResponse]:
         yield self._respond(messages, tools)
 
-    async def ainvoke_stream(self, messages, assistant_message=None, response_format=None, tools=None,
-                             tool_choice=None, run_response=None, **kwargs) -> AsyncIterator[ModelResponse]:
+    async def ainvoke_stream(
+        self,
+        messages,
+        assistant_message=None,
+        response_format=None,
+        tools=None,
+        tool_choice=None,
+        run_response=None,
+        **kwargs,
+    ) -> AsyncIterator[ModelResponse]:
         yield self._respond(messages, tools)
 
     def _parse_provider_response(self, response: Any, **kwargs) -> ModelResponse:

@@ -23,6 +23,9 @@ import json
 import os
 from typing import Any
 
+from agent_framework.observability import ChatTelemetryLayer
+from opentelemetry import trace
+
 from agent_framework import (
     BaseChatClient,
     ChatMiddlewareLayer,
@@ -33,15 +36,12 @@ from agent_framework import (
     Message,
     ResponseStream,
 )
-from agent_framework.observability import ChatTelemetryLayer
-from opentelemetry import trace
 
 
 class RawOfflineChatClient(BaseChatClient):
     OTEL_PROVIDER_NAME = "offline"
 
-    def __init__(self, mode: str = "service", prefix: str = "offline", truth: str | None = None,
-                 **kwargs: Any) -> None:
+    def __init__(self, mode: str = "service", prefix: str = "offline", truth: str | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.mode = mode
         self.prefix = prefix
@@ -54,7 +54,7 @@ class RawOfflineChatClient(BaseChatClient):
         self.stream_delay = float(os.environ.get("OFFLINE_CHAT_STREAM_DELAY") or 0)
 
     @property
-    def STORES_BY_DEFAULT(self) -> bool:  # noqa: N802 - framework's name
+    def STORES_BY_DEFAULT(self) -> bool:
         return self.mode != "local"
 
     def _conversation_id(self, options: Any) -> str | None:
@@ -101,6 +101,7 @@ class RawOfflineChatClient(BaseChatClient):
         conversation_id = self._conversation_id(options)
         self._count(list(messages), options, conversation_id)
         if not stream:
+
             async def _get() -> ChatResponse:
                 return ChatResponse(
                     messages=[Message(role="assistant", contents=contents)],

@@ -10,7 +10,7 @@ graph resumed the thread's history. It makes a ``chat offline`` span per call (a
 from __future__ import annotations
 
 import itertools
-from typing import Any, Optional
+from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
@@ -33,16 +33,19 @@ class OfflineToolModel(BaseChatModel):
     def bind_tools(self, tools: Any, **kwargs: Any):
         return self.bind(tools=[convert_to_openai_tool(t) for t in tools], **kwargs)
 
-    def _generate(self, messages: list[BaseMessage], stop: Optional[list[str]] = None,
-                  run_manager: Any = None, **kwargs: Any) -> ChatResult:
+    def _generate(
+        self, messages: list[BaseMessage], stop: list[str] | None = None, run_manager: Any = None, **kwargs: Any
+    ) -> ChatResult:
         with _tracer.start_as_current_span("chat offline") as span:
             span.set_attribute("offline.seen", len(messages))
             tools = kwargs.get("tools") or []
             last = messages[-1]
             if tools and isinstance(last, HumanMessage):
                 name = tools[0]["function"]["name"]
-                message = AIMessage(content="", tool_calls=[
-                    {"name": name, "args": {"city": str(last.content)}, "id": f"call_{next(_calls)}"}])
+                message = AIMessage(
+                    content="",
+                    tool_calls=[{"name": name, "args": {"city": str(last.content)}, "id": f"call_{next(_calls)}"}],
+                )
             else:
                 result = last.content if isinstance(last, ToolMessage) else "-"
                 message = AIMessage(content=f"seen={len(messages)} weather={result}")

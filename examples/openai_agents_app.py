@@ -28,7 +28,7 @@ _ids = itertools.count(1)
 
 
 class _Status(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         body = b"all systems nominal"
         self.send_response(200)
         self.send_header("content-length", str(len(body)))
@@ -58,8 +58,12 @@ def lookup(city: str) -> str:
 
 
 def _weather_agent() -> Agent:
-    return Agent(name="weather_agent", instructions="weather only", tools=[lookup],
-                 model=ScriptedModel([_call("lookup", {"city": "Paris"}), _answer("sunny in Paris")]))
+    return Agent(
+        name="weather_agent",
+        instructions="weather only",
+        tools=[lookup],
+        model=ScriptedModel([_call("lookup", {"city": "Paris"}), _answer("sunny in Paris")]),
+    )
 
 
 async def main() -> None:
@@ -78,16 +82,17 @@ async def main() -> None:
     try:
         for turn in (1, 2):
             support = Agent(
-                name="support", instructions="help the user",
+                name="support",
+                instructions="help the user",
                 tools=[fetch_status, _weather_agent().as_tool(tool_name="ask_weather", tool_description="Ask weather")],
-                model=ScriptedModel([_call("fetch_status", {}), _call("ask_weather", {"input": "Paris?"}),
-                                     _answer("status ok, sunny")]),
+                model=ScriptedModel(
+                    [_call("fetch_status", {}), _call("ask_weather", {"input": "Paris?"}), _answer("status ok, sunny")]
+                ),
             )
             result = await Runner.run(support, f"turn {turn}: status and weather?", session=session)
             print(f"[turn {turn}] {result.final_output}", file=sys.stderr)
         weather = _weather_agent()
-        triage = Agent(name="triage", handoffs=[weather],
-                       model=ScriptedModel([_call("transfer_to_weather_agent", {})]))
+        triage = Agent(name="triage", handoffs=[weather], model=ScriptedModel([_call("transfer_to_weather_agent", {})]))
         streamed = Runner.run_streamed(triage, "turn 3: weather again?", session=session)
         async for _event in streamed.stream_events():
             pass

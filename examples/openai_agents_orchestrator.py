@@ -23,10 +23,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from agents import Agent, RunContextWrapper, Runner, SQLiteSession, function_tool, set_trace_processors  # noqa: E402
-from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call  # noqa: E402
-
-from a2a_delegate import Delegate, connect, run_conversations  # noqa: E402
+from a2a_delegate import Delegate, connect, run_conversations
+from agents import Agent, RunContextWrapper, Runner, SQLiteSession, function_tool, set_trace_processors
+from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
 
 _ids = itertools.count(1)
 
@@ -46,11 +45,17 @@ async def converse(url: str, session_id: str, turns: int) -> None:
     session = SQLiteSession(session_id)
     async with connect(url) as delegate:
         for turn in range(1, turns + 1):
-            model = ScriptedModel([ModelStep(output=[function_call("ask_specialist", {"city": "Paris"},
-                                                                   call_id=f"call_{next(_ids)}")]),
-                                   ModelStep.respond(_answer)])
-            agent = Agent(name="weather_orchestrator", instructions="ask the specialist", tools=[ask_specialist],
-                          model=model)
+            model = ScriptedModel(
+                [
+                    ModelStep(
+                        output=[function_call("ask_specialist", {"city": "Paris"}, call_id=f"call_{next(_ids)}")]
+                    ),
+                    ModelStep.respond(_answer),
+                ]
+            )
+            agent = Agent(
+                name="weather_orchestrator", instructions="ask the specialist", tools=[ask_specialist], model=model
+            )
             result = await Runner.run(agent, f"turn {turn}: weather in Paris?", session=session, context=delegate)
             seen = int(str(result.final_output).split("=")[1])
             print(json.dumps({"session": session_id, "turn": turn, "seen": seen, **delegate.last}), flush=True)

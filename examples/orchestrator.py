@@ -34,15 +34,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import httpx  # noqa: E402
-from a2a.client import ClientConfig, create_client  # noqa: E402
-from a2a.types import Message as A2AMessage  # noqa: E402
-from a2a.types import Part, Role, SendMessageRequest  # noqa: E402
-from agent_framework import Agent, Message, tool  # noqa: E402
-from agent_framework.a2a import A2AAgent  # noqa: E402
-from opentelemetry import trace  # noqa: E402
+import httpx
+from a2a.client import ClientConfig, create_client
+from a2a.types import Message as A2AMessage
+from a2a.types import Part, Role, SendMessageRequest
+from agent_framework.a2a import A2AAgent
+from offline_chat import OfflineChatClient
+from opentelemetry import trace
 
-from offline_chat import OfflineChatClient  # noqa: E402
+from agent_framework import Agent, Message, tool
 
 _state: dict = {}
 # agent_framework_a2a.A2AAgent._validate_context: a reply in another context than the session's
@@ -61,7 +61,7 @@ async def get_weather(city: str) -> str:
         answered, error = None, None
         try:
             reply, answered = await send(f"weather in {city}? (turn {_state['turn']})", message_id)
-        except Exception as exc:  # noqa: BLE001 - recorded; the turn goes on
+        except Exception as exc:
             error = f"{type(exc).__name__}: {exc}"
             answered = m.group(1) if (m := _DIFFERS.search(str(exc))) else None
         _record(message_id, attempt, requested, answered, error)
@@ -84,9 +84,14 @@ async def _send_a2a_agent(text: str, message_id: str) -> tuple[str, str | None]:
 
 
 async def _send_direct(text: str, message_id: str) -> tuple[str, str | None]:
-    request = SendMessageRequest(message=A2AMessage(
-        role=Role.ROLE_USER, parts=[Part(text=text)], message_id=message_id,
-        context_id=_state.get("context_id") or ""))
+    request = SendMessageRequest(
+        message=A2AMessage(
+            role=Role.ROLE_USER,
+            parts=[Part(text=text)],
+            message_id=message_id,
+            context_id=_state.get("context_id") or "",
+        )
+    )
     answered, reply = None, ""
     async for event in _replica("client").send_message(request):
         payload = getattr(event, event.WhichOneof("payload")) if hasattr(event, "WhichOneof") else event
@@ -99,11 +104,22 @@ async def _send_direct(text: str, message_id: str) -> tuple[str, str | None]:
 
 def _record(message_id: str, attempt: int, requested, answered, error) -> None:
     ctx = trace.get_current_span().get_span_context()
-    print(json.dumps({
-        "conversation": _state["conversation"], "turn": _state["turn"], "attempt": attempt,
-        "specialist": _state["conversation"], "message_id": message_id, "requested": requested or None,
-        "answered": answered, "error": error, "trace_id": format(ctx.trace_id, "032x"),
-    }), flush=True)
+    print(
+        json.dumps(
+            {
+                "conversation": _state["conversation"],
+                "turn": _state["turn"],
+                "attempt": attempt,
+                "specialist": _state["conversation"],
+                "message_id": message_id,
+                "requested": requested or None,
+                "answered": answered,
+                "error": error,
+                "trace_id": format(ctx.trace_id, "032x"),
+            }
+        ),
+        flush=True,
+    )
 
 
 async def converse(url: str, name: str, turns: int, retry_turn: int, direct: bool = False) -> None:
@@ -117,8 +133,9 @@ async def converse(url: str, name: str, turns: int, retry_turn: int, direct: boo
     urls = url.split(",")
     async with httpx.AsyncClient(timeout=30) as http:
         if direct:
-            _state["client"] = [await create_client(u, client_config=ClientConfig(httpx_client=http, streaming=False))
-                                for u in urls]
+            _state["client"] = [
+                await create_client(u, client_config=ClientConfig(httpx_client=http, streaming=False)) for u in urls
+            ]
             await _turns(orchestrator, session, name, turns, retry_turn)
             return
         replicas = [A2AAgent(name=name, url=u) for u in urls]
@@ -138,8 +155,13 @@ async def _turns(orchestrator, session, name, turns, retry_turn) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--specialist", action="append", required=True, metavar="URL",
-                        help="specialist JSON-RPC URL; repeat for one conversation per specialist")
+    parser.add_argument(
+        "--specialist",
+        action="append",
+        required=True,
+        metavar="URL",
+        help="specialist JSON-RPC URL; repeat for one conversation per specialist",
+    )
     parser.add_argument("--name", action="append", default=[], help="specialist names, in --specialist order")
     parser.add_argument("--turns", type=int, default=3)
     parser.add_argument("--retry-turn", type=int, default=0, help="re-send this turn's delegation (0: none)")

@@ -24,10 +24,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from pydantic_ai import Agent, RunContext  # noqa: E402
+from a2a_delegate import Delegate, connect, run_conversations
+from offline_pydantic_ai import seen, tool_model
 
-from a2a_delegate import Delegate, connect, run_conversations  # noqa: E402
-from offline_pydantic_ai import seen, tool_model  # noqa: E402
+from pydantic_ai import Agent, RunContext
 
 weather_agent = Agent(tool_model("ask_specialist"), deps_type=Delegate)
 
@@ -42,11 +42,25 @@ async def converse(url: str, conversation: str, turns: int) -> None:
     async with connect(url) as delegate:
         history = None
         for turn in range(1, turns + 1):
-            result = await weather_agent.run("Paris", deps=delegate, message_history=history,
-                                             conversation_id=conversation if history is None else None)
+            result = await weather_agent.run(
+                "Paris",
+                deps=delegate,
+                message_history=history,
+                conversation_id=conversation if history is None else None,
+            )
             history = result.all_messages()
-            print(json.dumps({"conversation": result.conversation_id, "turn": turn, "seen": seen(result.output),
-                              "run_id": result.run_id, **delegate.last}), flush=True)
+            print(
+                json.dumps(
+                    {
+                        "conversation": result.conversation_id,
+                        "turn": turn,
+                        "seen": seen(result.output),
+                        "run_id": result.run_id,
+                        **delegate.last,
+                    }
+                ),
+                flush=True,
+            )
             print(f"[{conversation}] turn {turn}: {result.output}", file=sys.stderr)
 
 

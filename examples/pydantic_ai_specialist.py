@@ -24,10 +24,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from pydantic_ai import Agent  # noqa: E402
+from a2a_serve import ReplyExecutor, serve
+from offline_pydantic_ai import echo_model, seen
 
-from a2a_serve import ReplyExecutor, serve  # noqa: E402
-from offline_pydantic_ai import echo_model, seen  # noqa: E402
+from pydantic_ai import Agent
 
 SHAPES = ("history", "forgetful")
 
@@ -57,8 +57,9 @@ def main() -> None:
     args = parser.parse_args()
     if args.native:
         Agent.instrument_all()
-    executor = PydanticAIExecutor(Agent(echo_model(), name=args.name.replace("-", "_")), keep=args.shape == "history",
-                                  truth=args.truth)
+    executor = PydanticAIExecutor(
+        Agent(echo_model(), name=args.name.replace("-", "_")), keep=args.shape == "history", truth=args.truth
+    )
     serve(executor, args.name, args.port, "Answers weather questions (offline, Pydantic AI).")
 
 

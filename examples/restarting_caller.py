@@ -32,16 +32,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import httpx  # noqa: E402
-from a2a.client import ClientConfig, create_client  # noqa: E402
-from a2a.types import Message as A2AMessage  # noqa: E402
-from a2a.types import Part, Role, SendMessageRequest  # noqa: E402
-from agent_framework import Agent, tool  # noqa: E402
-from agent_framework.a2a import A2AAgent  # noqa: E402
-from opentelemetry import trace  # noqa: E402
+import httpx
+from a2a.client import ClientConfig, create_client
+from a2a.types import Message as A2AMessage
+from a2a.types import Part, Role, SendMessageRequest
+from agent_framework.a2a import A2AAgent
+from offline_chat import OfflineChatClient
+from opentelemetry import trace
 
-import otel_agent_identity  # noqa: E402
-from offline_chat import OfflineChatClient  # noqa: E402
+import otel_agent_identity
+from agent_framework import Agent, tool
 
 _state: dict = {}
 
@@ -60,9 +60,20 @@ async def get_weather(city: str) -> str:
         else:
             reply, answered = await _send_a2a_agent(text, keep and not deliberate)
     ctx = trace.get_current_span().get_span_context()
-    print(json.dumps({"caller": _state["caller"], "turn": _state["turn"], "requested": requested,
-                      "answered": answered, "previous": previous, "deliberate": deliberate,
-                      "trace_id": format(ctx.trace_id, "032x")}), flush=True)
+    print(
+        json.dumps(
+            {
+                "caller": _state["caller"],
+                "turn": _state["turn"],
+                "requested": requested,
+                "answered": answered,
+                "previous": previous,
+                "deliberate": deliberate,
+                "trace_id": format(ctx.trace_id, "032x"),
+            }
+        ),
+        flush=True,
+    )
     _state["answered"] = answered
     return reply
 
@@ -78,8 +89,11 @@ async def _send_a2a_agent(text: str, keep: bool) -> tuple[str, str | None]:
 
 
 async def _send_direct(text: str, context_id: str | None) -> tuple[str, str | None]:
-    request = SendMessageRequest(message=A2AMessage(role=Role.ROLE_USER, parts=[Part(text=text)],
-                                                    message_id=uuid.uuid4().hex, context_id=context_id or ""))
+    request = SendMessageRequest(
+        message=A2AMessage(
+            role=Role.ROLE_USER, parts=[Part(text=text)], message_id=uuid.uuid4().hex, context_id=context_id or ""
+        )
+    )
     answered, reply = None, ""
     async for event in _state["client"].send_message(request):
         payload = getattr(event, event.WhichOneof("payload"))
@@ -90,8 +104,9 @@ async def _send_direct(text: str, context_id: str | None) -> tuple[str, str | No
 
 async def converse(url: str, caller: str, turns: int, keep: bool, direct: bool, new_task_turn: int) -> None:
     """One orchestrator conversation of ``turns`` turns, each delegating once to ``url``."""
-    orchestrator = Agent(client=OfflineChatClient(mode="service", prefix=caller, truth=""), name="orchestrator",
-                         tools=[get_weather])
+    orchestrator = Agent(
+        client=OfflineChatClient(mode="service", prefix=caller, truth=""), name="orchestrator", tools=[get_weather]
+    )
     session = orchestrator.create_session()
     _state.clear()
     _state.update(caller=caller, keep=keep, direct=direct, new_task_turn=new_task_turn)
@@ -113,8 +128,12 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=3)
     parser.add_argument("--keep", action="store_true", help="keep the context (the well-behaved caller)")
     parser.add_argument("--direct", action="store_true", help="send with an a2a-sdk client, not A2AAgent")
-    parser.add_argument("--new-task-turn", type=int, default=0,
-                        help="this turn starts a new task on purpose, inside new_conversation() (0: none)")
+    parser.add_argument(
+        "--new-task-turn",
+        type=int,
+        default=0,
+        help="this turn starts a new task on purpose, inside new_conversation() (0: none)",
+    )
     args = parser.parse_args()
     asyncio.run(converse(args.specialist, args.caller, args.turns, args.keep, args.direct, args.new_task_turn))
 

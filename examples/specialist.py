@@ -39,21 +39,28 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import otel_agent_identity  # noqa: E402
-from a2a.helpers.proto_helpers import get_message_text, new_text_message  # noqa: E402
-from a2a.server.agent_execution import AgentExecutor  # noqa: E402
-from agent_framework import Agent, AgentSession  # noqa: E402
-from agent_framework.a2a import A2AExecutor  # noqa: E402
-from starlette.applications import Starlette  # noqa: E402
+import framework_specialists
+from a2a.helpers.proto_helpers import get_message_text, new_text_message
+from a2a.server.agent_execution import AgentExecutor
+from a2a_serve import executor_app, serve, write_truth
+from agent_framework.a2a import A2AExecutor
+from offline_chat import OfflineChatClient
+from starlette.applications import Starlette
 
-import framework_specialists  # noqa: E402
-from a2a_serve import executor_app, serve, write_truth  # noqa: E402
-from offline_chat import OfflineChatClient  # noqa: E402
+import otel_agent_identity
+from agent_framework import Agent, AgentSession
 
 SHAPES = ("session-service", "session-local", "a2a-executor", "plain", "plain-new-context")
 #: what really happens on turns 2+ of one contextId, per shape
-CONTINUES = {"session-service": True, "session-local": True, "a2a-executor": False, "plain": True,
-             "plain-new-context": False, "new-session": False, **framework_specialists.CONTINUES}
+CONTINUES = {
+    "session-service": True,
+    "session-local": True,
+    "a2a-executor": False,
+    "plain": True,
+    "plain-new-context": False,
+    "new-session": False,
+    **framework_specialists.CONTINUES,
+}
 
 
 class ForgetfulAgent(Agent):
@@ -103,8 +110,9 @@ class PlainExecutor(AgentExecutor):
         return None
 
 
-def build_executor(shape: str, name: str, truth: str | None, stream: bool = False,
-                   db: str | None = None) -> AgentExecutor:
+def build_executor(
+    shape: str, name: str, truth: str | None, stream: bool = False, db: str | None = None
+) -> AgentExecutor:
     if shape in framework_specialists.CONTINUES:
         return framework_specialists.build_executor(shape, name, lambda n, cid: write_truth(truth, n, cid), db)
     if shape.startswith("plain"):
@@ -117,8 +125,14 @@ def build_executor(shape: str, name: str, truth: str | None, stream: bool = Fals
     return SessionExecutor(agent)
 
 
-def build_app(url: str, name: str, shape: str = "a2a-executor", truth: str | None = None,
-              stream: bool = False, db: str | None = None) -> Starlette:
+def build_app(
+    url: str,
+    name: str,
+    shape: str = "a2a-executor",
+    truth: str | None = None,
+    stream: bool = False,
+    db: str | None = None,
+) -> Starlette:
     """The Starlette app of one specialist (``url``: its public JSON-RPC URL)."""
     return executor_app(build_executor(shape, name, truth, stream, db), url, name)
 
@@ -128,8 +142,11 @@ def main() -> None:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--name", default="specialist")
     parser.add_argument("--shape", choices=list(CONTINUES), default="a2a-executor")
-    parser.add_argument("--truth", default=os.environ.get("OFFLINE_CHAT_TRUTH"),
-                        help="append the messages seen per request to this file")
+    parser.add_argument(
+        "--truth",
+        default=os.environ.get("OFFLINE_CHAT_TRUTH"),
+        help="append the messages seen per request to this file",
+    )
     parser.add_argument("--stream", action="store_true", help="a2a-executor: run the agent streaming")
     parser.add_argument("--db", help="Agno shapes: the SQLite file of the sessions (replicas share one)")
     args = parser.parse_args()

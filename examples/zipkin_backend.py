@@ -24,15 +24,15 @@ import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import a2a_harness as h  # noqa: E402
+import a2a_harness as h
 
 ZIPKIN_VERSION = "3.6.1"
-ZIPKIN_JAR = Path(os.environ.get(
-    "ZIPKIN_JAR", h.ROOT / ".cache" / "zipkin" / f"zipkin-server-{ZIPKIN_VERSION}-exec.jar"))
+ZIPKIN_JAR = Path(
+    os.environ.get("ZIPKIN_JAR", h.ROOT / ".cache" / "zipkin" / f"zipkin-server-{ZIPKIN_VERSION}-exec.jar")
+)
 CONVERSATION_KEY = "gen_ai.conversation.id"
 FLAGGED_QUERY = "agent_identity.hop.mismatch=true"
 REASON_QUERY = "agent_identity.hop.result={}"
@@ -71,24 +71,25 @@ class Zipkin:
         with urllib.request.urlopen(f"{self.url}/api/v2/{path}{'?' + query if query else ''}", timeout=10) as r:
             return json.load(r)
 
-    def conversation_link(self, conversation_id: str, end_ms: Optional[int] = None, lookback: str = "1h") -> str:
+    def conversation_link(self, conversation_id: str, end_ms: int | None = None, lookback: str = "1h") -> str:
         """The UI search of every trace that has a span with this ``gen_ai.conversation.id``."""
         return self._link({CONVERSATION_KEY: conversation_id}, end_ms, lookback)
 
-    def flagged_link(self, end_ms: Optional[int] = None, lookback: str = "1h", reason: Optional[str] = None) -> str:
+    def flagged_link(self, end_ms: int | None = None, lookback: str = "1h", reason: str | None = None) -> str:
         """The UI search of every trace with a flagged hop (``agent_identity.hop.mismatch=true``), or
         with one flagged for ``reason`` (``agent_identity.hop.result=<reason>``, one of ``REASONS``)."""
         query = REASON_QUERY.format(reason) if reason else FLAGGED_QUERY
         return self._link({"annotationQuery": query}, end_ms, lookback)
 
-    def duplicates_link(self, end_ms: Optional[int] = None, lookback: str = "1h") -> str:
+    def duplicates_link(self, end_ms: int | None = None, lookback: str = "1h") -> str:
         """The UI search of every trace with a duplicate execution (``agent_identity.delegation.duplicate=true``)."""
         return self._link({"annotationQuery": DUPLICATES_QUERY}, end_ms, lookback)
 
-    def _link(self, criteria: dict[str, str], end_ms: Optional[int], lookback: str) -> str:
+    def _link(self, criteria: dict[str, str], end_ms: int | None, lookback: str) -> str:
         end = end_ms if end_ms is not None else int(time.time() * 1000) + 60_000
-        query = urllib.parse.urlencode({**criteria, "lookback": lookback, "endTs": str(end), "limit": "100"},
-                                       quote_via=urllib.parse.quote)
+        query = urllib.parse.urlencode(
+            {**criteria, "lookback": lookback, "endTs": str(end), "limit": "100"}, quote_via=urllib.parse.quote
+        )
         return f"{self.url}/zipkin/?{query}"
 
     def wait_for_traces(self, conversation_id: str, count: int, timeout: float = 30.0) -> list[str]:
@@ -113,8 +114,16 @@ def start_zipkin(workdir: Path, timeout: float = 90.0) -> Zipkin:
         raise RuntimeError(reason)
     port, log = h.free_port(), workdir / "zipkin.log"
     env = dict(os.environ, AUTOCOMPLETE_KEYS=CONVERSATION_KEY, STORAGE_TYPE="mem", SELF_TRACING_ENABLED="false")
-    cmd = ["java", "-Xms64m", "-Xmx512m", "-XX:TieredStopAtLevel=1", "-jar", str(ZIPKIN_JAR),
-           f"--armeria.ports[0].ip=127.0.0.1", f"--armeria.ports[0].port={port}"]
+    cmd = [
+        "java",
+        "-Xms64m",
+        "-Xmx512m",
+        "-XX:TieredStopAtLevel=1",
+        "-jar",
+        str(ZIPKIN_JAR),
+        "--armeria.ports[0].ip=127.0.0.1",
+        f"--armeria.ports[0].port={port}",
+    ]
     with open(log, "wb") as out:
         proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     zipkin = Zipkin(proc, port, log)
@@ -145,7 +154,7 @@ def conversations_of(records: list[dict], spans: list[h.Span]) -> dict[str, str]
     return out
 
 
-def start_for_demo(workdir: Path) -> Optional[Zipkin]:
+def start_for_demo(workdir: Path) -> Zipkin | None:
     """Start Zipkin and point the collector started next (``a2a_harness.start_collector``, which
     copies ``os.environ``) at it; None, with the reason printed, when Zipkin cannot start."""
     try:
@@ -158,7 +167,7 @@ def start_for_demo(workdir: Path) -> Optional[Zipkin]:
     return zipkin
 
 
-def show_links(zipkin: Optional[Zipkin], records: list[dict], spans: list[h.Span]) -> None:
+def show_links(zipkin: Zipkin | None, records: list[dict], spans: list[h.Span]) -> None:
     """After the demo's checks: print the UI links of its conversations and of the flagged hops
     (once Zipkin holds every trace of the run), then ``keep_open``. Nothing when ``zipkin`` is None."""
     if zipkin is None:

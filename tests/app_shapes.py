@@ -5,7 +5,7 @@ SDK alone leaves it (kept, cut, or evicted by a count limit); our ids may only f
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 from opentelemetry import trace
 from opentelemetry.sdk.trace import SpanLimits, TracerProvider
@@ -14,8 +14,13 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 CONV = "gen_ai.conversation.id"
 EXEC = "agent_identity.execution.id"
-OURS = {CONV, EXEC, "agent_identity.delegation.id", "agent_identity.parent.execution.id",
-        "agent_identity.parent.conversation.id"}
+OURS = {
+    CONV,
+    EXEC,
+    "agent_identity.delegation.id",
+    "agent_identity.parent.execution.id",
+    "agent_identity.parent.conversation.id",
+}
 APP_ID = "app-own"
 NAME = "app work"
 LIMITS = [None, *range(2, 13)]
@@ -48,7 +53,7 @@ def run_shape(shape: str) -> None:
     SHAPES[shape](trace.get_tracer("app"))
 
 
-def bare(shape: str, limit: Optional[int], length: Optional[int] = None) -> dict[str, Any]:
+def bare(shape: str, limit: int | None, length: int | None = None) -> dict[str, Any]:
     """The attributes the SDK alone gives the shape's span under ``max_span_attributes=limit``
     (and ``max_span_attribute_length=length``)."""
     exporter = InMemorySpanExporter()
@@ -59,7 +64,7 @@ def bare(shape: str, limit: Optional[int], length: Optional[int] = None) -> dict
     return dict(span.attributes)
 
 
-def check(span, shape: str, limit: Optional[int], execution_id: str, length: Optional[int] = None) -> None:
+def check(span, shape: str, limit: int | None, execution_id: str, length: int | None = None) -> None:
     """The exported app span: the application's conversation id as the SDK alone leaves it, its
     other attributes as the SDK alone leaves them (some may give way to our execution id, only
     under a count limit), our execution id the run's when present (always without a limit)."""

@@ -111,8 +111,11 @@ def pytest_collection_modifyitems(config, items):
     binary = os.environ.get("AGENT_IDENTITY_COLLECTOR")
     if binary and os.access(binary, os.X_OK):
         return
-    reason = (f"AGENT_IDENTITY_COLLECTOR={binary} is not an executable (make collector)" if binary else
-              "set AGENT_IDENTITY_COLLECTOR to the otelcol-agentidentity binary (make collector; make test-python sets it)")
+    reason = (
+        f"AGENT_IDENTITY_COLLECTOR={binary} is not an executable (make collector)"
+        if binary
+        else "set AGENT_IDENTITY_COLLECTOR to the otelcol-agentidentity binary (make collector; make test-python sets it)"
+    )
     skip = pytest.mark.skip(reason=reason)
     for item in items:
         if item.get_closest_marker("collector") is not None:

@@ -63,4 +63,5 @@ def test_option_names_follow_the_environment_variables(caplog):
     with caplog.at_level(logging.WARNING):
         Config.load(identity_keys=["x"], tracer_provider=None)
     assert [r.getMessage() for r in caplog.records] == [
-        "otel-agent-identity: unknown instrument() options ['identity_keys'] ignored"]
+        "otel-agent-identity: unknown instrument() options ['identity_keys'] ignored"
+    ]

@@ -12,8 +12,23 @@ from pathlib import Path
 import pytest
 
 #: top-level modules of every framework and library an adapter or guard wraps
-FRAMEWORKS = ("agent_framework", "agent_framework_a2a", "agno", "langgraph", "langchain_core", "a2a", "mcp",
-              "agents", "openai", "pydantic_ai", "httpx", "httpcore", "requests", "urllib3", "aiohttp")
+FRAMEWORKS = (
+    "agent_framework",
+    "agent_framework_a2a",
+    "agno",
+    "langgraph",
+    "langchain_core",
+    "a2a",
+    "mcp",
+    "agents",
+    "openai",
+    "pydantic_ai",
+    "httpx",
+    "httpcore",
+    "requests",
+    "urllib3",
+    "aiohttp",
+)
 
 #: one wrapped method per adapter: (module the application imports, object path, attribute)
 WRAPPED = (

@@ -6,8 +6,8 @@ import logging
 from types import SimpleNamespace
 
 import pytest
-from agent_framework import Agent
 
+from agent_framework import Agent
 from otel_agent_identity import AgentIdentityInstrumentor, ExtractorRegistry, RunCall
 from otel_agent_identity.adapters import agent_framework as af_adapter
 

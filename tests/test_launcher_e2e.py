@@ -15,11 +15,21 @@ LAUNCHER = Path(sys.executable).with_name("opentelemetry-instrument")
 
 
 def _run_app(**extra_env: str) -> list[dict]:
-    env = dict(os.environ, OTEL_TRACES_EXPORTER="console", OTEL_METRICS_EXPORTER="none",
-               OTEL_LOGS_EXPORTER="none", OTEL_SERVICE_NAME="weather-app", **extra_env)
+    env = dict(
+        os.environ,
+        OTEL_TRACES_EXPORTER="console",
+        OTEL_METRICS_EXPORTER="none",
+        OTEL_LOGS_EXPORTER="none",
+        OTEL_SERVICE_NAME="weather-app",
+        **extra_env,
+    )
     proc = subprocess.run(
         [str(LAUNCHER), sys.executable, str(ROOT / "examples" / "agent_framework_app.py")],
-        env=env, capture_output=True, text=True, timeout=120, check=True,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
     )
     spans = console_spans(proc.stdout)
     assert "[service] thanks! -> echo: thanks!" in proc.stderr

@@ -26,8 +26,9 @@ def handler(tracer_provider, exporter):
 
 
 def _start(handler, rule=None):
-    return handler.start(framework="test", agent=object(), session=None, args=(), kwargs={}, rule=rule,
-                         span=SpanSpec("invoke_agent t"))
+    return handler.start(
+        framework="test", agent=object(), session=None, args=(), kwargs={}, rule=rule, span=SpanSpec("invoke_agent t")
+    )
 
 
 def _spans(exporter, name):
@@ -46,7 +47,11 @@ def test_learned_id_reaches_later_spans_and_the_run_span_not_earlier_ones(handle
         return "out"
 
     assert run.call(body, (), {}) == "out"
-    (before,), (after,), (agent,) = _spans(exporter, "before"), _spans(exporter, "after"), _spans(exporter, "invoke_agent t")
+    (before,), (after,), (agent,) = (
+        _spans(exporter, "before"),
+        _spans(exporter, "after"),
+        _spans(exporter, "invoke_agent t"),
+    )
     assert CONV not in before.attributes and after.attributes[CONV] == "conv-generated"
     assert agent.attributes[CONV] == "conv-generated"
     assert agent.attributes["agent_identity.conversation.source"] == "framework"
@@ -140,4 +145,7 @@ def test_bad_value_warning_is_per_agent_class_not_per_class_name(caplog):
     with caplog.at_level(logging.WARNING, logger="otel_agent_identity"):
         for cls in (first, second, first):
             assert registry.extract(cls(), None, RunCall("test"), lambda _a, _s, _c: "x" * 20) is None
-    assert [r.getMessage().split(":")[1].strip() for r in caplog.records] == ["agent type one.Agent", "agent type two.Agent"]
+    assert [r.getMessage().split(":")[1].strip() for r in caplog.records] == [
+        "agent type one.Agent",
+        "agent type two.Agent",
+    ]

@@ -28,8 +28,9 @@ def handler(tracer_provider, exporter):
 
 
 def _run(handler, wrapped, *args):
-    run = handler.start(framework="test", agent=object(), session=None, args=args, kwargs={},
-                        span=SpanSpec("invoke_agent t"))
+    run = handler.start(
+        framework="test", agent=object(), session=None, args=args, kwargs={}, span=SpanSpec("invoke_agent t")
+    )
     return run, run.call(wrapped, args, {})
 
 
@@ -178,8 +179,9 @@ async def test_finish_when_done_ends_with_the_task(handler, exporter):
         await gate.wait()
         return _seen()
 
-    run = handler.start(framework="test", agent=object(), session=None, args=(), kwargs={},
-                        span=SpanSpec("invoke_agent t"))
+    run = handler.start(
+        framework="test", agent=object(), session=None, args=(), kwargs={}, span=SpanSpec("invoke_agent t")
+    )
     tokens = run.enter()
     try:
         task = asyncio.create_task(work())  # the task copies the run's scope
@@ -198,8 +200,9 @@ async def test_finish_when_done_records_the_task_error(handler, exporter):
     async def work():
         raise RuntimeError("down")
 
-    run = handler.start(framework="test", agent=object(), session=None, args=(), kwargs={},
-                        span=SpanSpec("invoke_agent t"))
+    run = handler.start(
+        framework="test", agent=object(), session=None, args=(), kwargs={}, span=SpanSpec("invoke_agent t")
+    )
     task = asyncio.create_task(work())
     run.finish_when_done(task)
     with pytest.raises(RuntimeError):
@@ -241,8 +244,14 @@ async def test_finish_when_done_gives_the_result_to_on_end_only_on_success(handl
         seen.append(res)
         return {"test.last": res.last}
 
-    run = handler.start(framework="test", agent=object(), session=None, args=(), kwargs={},
-                        span=SpanSpec("invoke_agent t", on_end=on_end))
+    run = handler.start(
+        framework="test",
+        agent=object(),
+        session=None,
+        args=(),
+        kwargs={},
+        span=SpanSpec("invoke_agent t", on_end=on_end),
+    )
     task = asyncio.create_task(work())
     run.finish_when_done(task, result)
     if outcome == "cancelled":
@@ -264,13 +273,25 @@ async def test_on_end_reads_the_awaited_result_and_its_failure_does_not_break_th
     def on_end(res):
         raise KeyError("broken on_end")
 
-    run = handler.start(framework="test", agent=object(), session=None, args=(), kwargs={},
-                        span=SpanSpec("invoke_agent t", on_end=lambda res: {"test.answer": res["answer"]}))
+    run = handler.start(
+        framework="test",
+        agent=object(),
+        session=None,
+        args=(),
+        kwargs={},
+        span=SpanSpec("invoke_agent t", on_end=lambda res: {"test.answer": res["answer"]}),
+    )
     assert await run.call(work, (), {}) == {"answer": 42}
     assert _agent_span(exporter).attributes["test.answer"] == 42
     exporter.clear()
-    run = handler.start(framework="test", agent=object(), session=None, args=(), kwargs={},
-                        span=SpanSpec("invoke_agent t", on_end=on_end))
+    run = handler.start(
+        framework="test",
+        agent=object(),
+        session=None,
+        args=(),
+        kwargs={},
+        span=SpanSpec("invoke_agent t", on_end=on_end),
+    )
     assert await run.call(work, (), {}) == {"answer": 42}  # the application's result, untouched
     assert _agent_span(exporter).end_time is not None
 
@@ -278,6 +299,7 @@ async def test_on_end_reads_the_awaited_result_and_its_failure_does_not_break_th
 async def test_async_def_runs_in_scope_and_bad_arguments_end_the_run(handler, exporter):
     """A plain ``async def`` is called without attaching the scope (binding its arguments runs none
     of its code): its body still runs in the run's scope; a call that cannot bind ends the run."""
+
     async def body(x):
         return x, _seen(), trace.get_current_span().is_recording()
 

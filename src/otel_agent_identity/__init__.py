@@ -27,18 +27,18 @@ import importlib
 import logging
 import sys
 import threading
-from typing import Any, Collection
+from collections.abc import Collection
+from typing import Any
 
 import wrapt
-
 from opentelemetry import trace
 from opentelemetry.instrumentation.dependencies import get_dependency_conflicts
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor
 
 from otel_agent_identity import boundary, metrics, span_processor
-from otel_agent_identity.boundary import Upstream, upstream
 from otel_agent_identity._runs import RunHandler
 from otel_agent_identity.adapters import ADAPTERS, GUARDS, HOOKS
+from otel_agent_identity.boundary import Upstream, upstream
 from otel_agent_identity.config import Config
 from otel_agent_identity.continuity import conversation_id, new_conversation, resumed
 from otel_agent_identity.extractors import ExtractorRegistry, RunCall, register_extractor, registry
@@ -52,6 +52,7 @@ __all__ = [
     "IdentitySpanProcessor",
     "RunCall",
     "Upstream",
+    "__version__",
     "conversation_id",
     "current_scope",
     "delegation",
@@ -59,9 +60,8 @@ __all__ = [
     "new_conversation",
     "register_extractor",
     "registry",
-    "upstream",
     "resumed",
-    "__version__",
+    "upstream",
 ]
 
 _logger = logging.getLogger(__name__)
@@ -131,7 +131,7 @@ class AgentIdentityInstrumentor(BaseInstrumentor):
                 continue
             try:
                 getattr(adapter, function)(handler)
-            except Exception:  # noqa: BLE001 - an unknown framework shape must not break the import
+            except Exception:
                 _logger.warning("otel-agent-identity: could not instrument %s; skipped", name, exc_info=True)
                 with _lock:
                     self._loaded[name] = None
@@ -148,7 +148,7 @@ class AgentIdentityInstrumentor(BaseInstrumentor):
         if config.frameworks is None or name in config.frameworks or name in GUARDS:
             try:
                 adapter = _load_adapter(name, ADAPTERS[name])
-            except Exception:  # noqa: BLE001
+            except Exception:
                 _logger.warning("otel-agent-identity: could not load the %s adapter; skipped", name, exc_info=True)
         self._loaded[name] = adapter
         if adapter is not None:
@@ -190,14 +190,14 @@ def _on_import(module: Any) -> None:
         active = _active
         if active is not None:
             active._on_import(module.__name__)
-    except Exception:  # noqa: BLE001 - never fail the application's import
+    except Exception:
         _logger.debug("otel-agent-identity: import hook failed", exc_info=True)
 
 
 def _quietly(fn: Any) -> None:
     try:
         fn()
-    except Exception:  # noqa: BLE001
+    except Exception:
         _logger.debug("otel-agent-identity: restoring an adapter failed", exc_info=True)
 
 

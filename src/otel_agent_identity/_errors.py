@@ -8,7 +8,7 @@ and nothing of ours escapes; the caller re-raises the very same object, tracebac
 from __future__ import annotations
 
 import logging
-from typing import Any, Optional
+from typing import Any
 
 from opentelemetry.semconv.attributes.error_attributes import ERROR_TYPE
 from opentelemetry.trace import Status, StatusCode
@@ -23,15 +23,15 @@ def error_type(error: BaseException) -> str:
     try:
         name = type(error).__qualname__
         return name if type(name) is str and name else _OTHER
-    except Exception:  # noqa: BLE001 - a metaclass property that raises
+    except Exception:
         return _OTHER
 
 
-def describe(error: BaseException) -> Optional[str]:
+def describe(error: BaseException) -> str | None:
     """``str(error)`` (bounded to 1,000 characters), None when it raises or is not a str."""
     try:
         text = str(error)
-    except Exception:  # noqa: BLE001 - an application __str__ that raises
+    except Exception:
         return None
     return text[:1000] if type(text) is str else None
 
@@ -42,7 +42,7 @@ def record_error(span: Any, error: BaseException) -> None:
     try:
         span.set_status(Status(StatusCode.ERROR, describe(error)))
         span.set_attribute(ERROR_TYPE, error_type(error))
-    except Exception:  # noqa: BLE001 - a span implementation that raises: the span still ends (caller)
+    except Exception:
         _logger.debug("otel-agent-identity: could not record an error on a span", exc_info=True)
 
 
@@ -50,5 +50,5 @@ def is_one_of(error: BaseException, types: tuple) -> bool:
     """``isinstance(error, types)``, False when the check itself raises (a ``__class__`` property)."""
     try:
         return isinstance(error, types)
-    except Exception:  # noqa: BLE001
+    except Exception:
         return False

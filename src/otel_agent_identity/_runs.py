@@ -12,9 +12,10 @@ import contextvars
 import inspect
 import logging
 import weakref
-from types import AsyncGeneratorType, CoroutineType, FunctionType, GeneratorType
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from types import AsyncGeneratorType, CoroutineType, FunctionType, GeneratorType
+from typing import Any
 
 import wrapt
 from opentelemetry import trace
@@ -24,22 +25,36 @@ from otel_agent_identity import attributes as attrs
 from otel_agent_identity import continuity, metrics
 from otel_agent_identity._errors import is_one_of, record_error
 from otel_agent_identity.boundary import check_served
-from otel_agent_identity.extractors import SOURCE_FRAMEWORK, SOURCE_SERVICE, Extracted, Extractor, ExtractorRegistry, RunCall
-from otel_agent_identity.scope import (SCOPE_KEY, IdentityScope, attach_context, current_context, current_scope,
-                                      detach_context, new_execution_id, suppressed, with_value)
+from otel_agent_identity.extractors import (
+    SOURCE_FRAMEWORK,
+    SOURCE_SERVICE,
+    Extracted,
+    Extractor,
+    ExtractorRegistry,
+    RunCall,
+)
+from otel_agent_identity.scope import (
+    SCOPE_KEY,
+    IdentityScope,
+    attach_context,
+    current_context,
+    current_scope,
+    detach_context,
+    new_execution_id,
+    suppressed,
+    with_value,
+)
 from otel_agent_identity.span_processor import IdentitySpanProcessor, attributes_of, set_trusted
 
 _logger = logging.getLogger(__name__)
 #: how a run can stop that is not its failure: cancellation, a consumer closing a stream early
 _NOT_FAILURES = (asyncio.CancelledError, GeneratorExit)
-_PROCESSORS: "weakref.WeakKeyDictionary[Any, IdentitySpanProcessor]" = weakref.WeakKeyDictionary()
+_PROCESSORS: weakref.WeakKeyDictionary[Any, IdentitySpanProcessor] = weakref.WeakKeyDictionary()
 _tuple_new = tuple.__new__  # a NamedTuple built without its Python-level __new__
 #: runs whose ``resumed`` the framework's own read of its store tells later (an adapter's hook
 #: observes it: :func:`awaiting_run`), by id() of their scope; an entry leaves when taken or when
 #: its run finishes (a plain dict: a weak one costs ~0.05 span per run)
-_AWAITING: "dict[int, Run]" = {}
-
-
+_AWAITING: dict[int, Run] = {}
 
 
 @dataclass
@@ -56,7 +71,7 @@ class SpanSpec:
     #: exception types that end the run as control flow, not as its failure (e.g. LangGraph's
     #: ``GraphBubbleUp``: an interrupt or a ``Command`` to the parent graph); the span stays OK
     not_failures: tuple = ()
-    on_end: Optional[Callable[[Any], dict[str, Any]]] = None
+    on_end: Callable[[Any], dict[str, Any]] | None = None
 
 
 class RunHandler:
@@ -101,15 +116,15 @@ class RunHandler:
         session: Any,
         args: tuple,
         kwargs: dict,
-        rule: Optional[Extractor] = None,
-        span: Optional[SpanSpec] = None,
-        run_id: Optional[str] = None,
-        delegation_id: Optional[str] = None,
-        resumed: Optional[bool] = None,
-        agent_step: Optional[Extractor] = None,
+        rule: Extractor | None = None,
+        span: SpanSpec | None = None,
+        run_id: str | None = None,
+        delegation_id: str | None = None,
+        resumed: bool | None = None,
+        agent_step: Extractor | None = None,
         claim: bool = True,
         recheck: bool = True,
-    ) -> Optional["Run"]:
+    ) -> Run | None:
         """Begin a run; None if anything failed here, or while instrumentation is suppressed
         (``suppress_instrumentation``): the caller then runs the original, bare.
 
@@ -135,9 +150,23 @@ class RunHandler:
                 return None
             if not self._attached and self.provider is not None:
                 self.attach_processor(self.provider)
-            return Run(self, framework, agent, session, args, kwargs, rule, span, run_id, delegation_id, agent_step,
-                       claim, resumed, recheck or bool(self.registry._by_type))
-        except Exception:  # noqa: BLE001
+            return Run(
+                self,
+                framework,
+                agent,
+                session,
+                args,
+                kwargs,
+                rule,
+                span,
+                run_id,
+                delegation_id,
+                agent_step,
+                claim,
+                resumed,
+                recheck or bool(self.registry._by_type),
+            )
+        except Exception:
             _logger.debug("otel-agent-identity: could not start run tracking", exc_info=True)
             return None
 
@@ -152,16 +181,48 @@ class Run:
     after the run there, with the one asked for as ``requested_id``.
     """
 
-    __slots__ = ("_h", "_agent", "_session", "_rule", "_agent_step", "_call", "_pre", "_resumed", "scope", "_finished",
-                 "span", "_spec", "_ctx", "_base", "_own_story", "_recheck", "__weakref__")
+    __slots__ = (
+        "__weakref__",
+        "_agent",
+        "_agent_step",
+        "_base",
+        "_call",
+        "_ctx",
+        "_finished",
+        "_h",
+        "_own_story",
+        "_pre",
+        "_recheck",
+        "_resumed",
+        "_rule",
+        "_session",
+        "_spec",
+        "scope",
+        "span",
+    )
 
     @property
     def call_kwargs(self) -> dict:
         """The keyword arguments of the wrapped call that started the run (read only)."""
         return self._call.kwargs
 
-    def __init__(self, handler, framework, agent, session, args, kwargs, rule, span_spec, run_id, delegation_id,
-                 agent_step=None, claim=True, resumed=None, recheck=True):
+    def __init__(
+        self,
+        handler,
+        framework,
+        agent,
+        session,
+        args,
+        kwargs,
+        rule,
+        span_spec,
+        run_id,
+        delegation_id,
+        agent_step=None,
+        claim=True,
+        resumed=None,
+        recheck=True,
+    ):
         self._h = handler
         self._resumed, self._recheck = resumed, recheck
         self._agent, self._session, self._rule, self._agent_step = agent, session, rule, agent_step
@@ -173,7 +234,7 @@ class Run:
         if session is not None and type(session) is not dict and type(session) is not str:  # a config, an id
             try:
                 session_id = session.session_id
-            except Exception:  # noqa: BLE001 - absent, or not known yet (an OpenAI Agents
+            except Exception:
                 pass  # OpenAIConversationsSession raises until the service assigned it)
             if type(session_id) is not str:
                 session_id = None
@@ -181,19 +242,41 @@ class Run:
         if pre is not None:
             cid = pre[0]
             # only the local session id is a fallback; a session shared with the enclosing run is its story
-            provisional = (pre[1] == SOURCE_FRAMEWORK and cid == session_id
-                           and not (outer is not None and session_id is not None and outer.session_id == session_id))
+            provisional = (
+                pre[1] == SOURCE_FRAMEWORK
+                and cid == session_id
+                and not (outer is not None and session_id is not None and outer.session_id == session_id)
+            )
         if outer is None:
-            self.scope = scope = IdentityScope(cid, new_execution_id(run_id), delegation_id, None, None, session_id,
-                                               provisional, agent, None, handler.registry.accepts)
+            self.scope = scope = IdentityScope(
+                cid,
+                new_execution_id(run_id),
+                delegation_id,
+                None,
+                None,
+                session_id,
+                provisional,
+                agent,
+                None,
+                handler.registry.accepts,
+            )
             self._own_story = False  # read only for a nested run
             if resumed is False and continuity.serving_requested():
                 self._count_not_resumed()
             continuity.note_execution()
         else:
-            self.scope = scope = IdentityScope(cid, new_execution_id(run_id), delegation_id, outer.execution_id,
-                                               outer.conversation_id, session_id, provisional, agent, None,
-                                               handler.registry.accepts)
+            self.scope = scope = IdentityScope(
+                cid,
+                new_execution_id(run_id),
+                delegation_id,
+                outer.execution_id,
+                outer.conversation_id,
+                session_id,
+                provisional,
+                agent,
+                None,
+                handler.registry.accepts,
+            )
             self._own_story = continuity.new_conversation_declared()
         self._finished = False
         self._spec = span_spec
@@ -204,8 +287,11 @@ class Run:
             return
         # the span gets this run's ids below, not the enclosing run's; its parent is the current span
         self.span = span = handler.tracer.start_span(
-            span_spec.name, context=None if outer is None else with_value(base, SCOPE_KEY, None),
-            kind=span_spec.kind, attributes=span_spec.attributes)
+            span_spec.name,
+            context=None if outer is None else with_value(base, SCOPE_KEY, None),
+            kind=span_spec.kind,
+            attributes=span_spec.attributes,
+        )
         set_trusted(span, self._first_attributes())
         self._ctx = trace.set_span_in_context(span, with_value(base, SCOPE_KEY, scope))
 
@@ -264,9 +350,13 @@ class Run:
         pre, scope = self._pre, self.scope
         if self._recheck:
             c = self._call
-            post = self._h.registry.extract(self._agent, self._session,
-                                            _tuple_new(RunCall, (c[0], c[1], c[2], "after", result, c[5])),
-                                            self._rule, self._agent_step)
+            post = self._h.registry.extract(
+                self._agent,
+                self._session,
+                _tuple_new(RunCall, (c[0], c[1], c[2], "after", result, c[5])),
+                self._rule,
+                self._agent_step,
+            )
         else:
             post = pre
         effective = scope.conversation_id
@@ -283,7 +373,7 @@ class Run:
         elif scope.parent_conversation_id:
             self._check_parent(span, effective)
 
-    def _finish_changed(self, span, pre, post) -> Optional[str]:
+    def _finish_changed(self, span, pre, post) -> str | None:
         """The post-run id differs from the run's: a continuity break, an id learnt during the run,
         or a fallback replaced. Returns the agent span's conversation id."""
         out = run_conversation_attributes(pre, post, self.scope.conversation_id)
@@ -293,8 +383,12 @@ class Run:
             set_trusted(span, changed)
         effective = out.get(attrs.GEN_AI_CONVERSATION_ID)
         if changed.get(attrs.CONVERSATION_CHANGED):  # newly marked: counted once per span
-            metrics.count(metrics.CONVERSATION_CHANGES, agent=self._agent_name(), framework=self._call.framework,
-                          reason=metrics.REASON_RUN)
+            metrics.count(
+                metrics.CONVERSATION_CHANGES,
+                agent=self._agent_name(),
+                framework=self._call.framework,
+                reason=metrics.REASON_RUN,
+            )
         scope = self.scope
         if effective and effective != scope.conversation_id:
             if scope.conversation_id is not None:  # the service's id replaces a fallback
@@ -304,7 +398,7 @@ class Run:
         return effective
 
     # -- continuity signals ----------------------------------------------------------------------
-    def _agent_name(self) -> Optional[str]:
+    def _agent_name(self) -> str | None:
         name = getattr(self._agent, "name", None)
         return name if isinstance(name, str) else None
 
@@ -318,7 +412,7 @@ class Run:
         (:func:`awaiting_run`, then :meth:`record_resumed`)."""
         _AWAITING[id(self.scope)] = self
 
-    def record_resumed(self, value: Optional[bool]) -> None:
+    def record_resumed(self, value: bool | None) -> None:
         """Record ``agent_identity.conversation.resumed`` (bool; None: unknown, nothing recorded)
         learnt after the span started; a serving run that did not resume is counted."""
         if value is None or self._resumed is not None:
@@ -329,7 +423,7 @@ class Run:
         if value is False and self.scope.parent_execution_id is None and continuity.serving_requested():
             self._count_not_resumed()
 
-    def _check_served_conversation(self, span, effective: Optional[str]) -> None:
+    def _check_served_conversation(self, span, effective: str | None) -> None:
         """The run serving an A2A request: a contextId this process served under another agent
         conversation last time is marked ``agent_identity.conversation.previous_id`` (that one) and,
         unless the framework says the run resumed state, counted."""
@@ -339,7 +433,7 @@ class Run:
             if self._resumed is not True:
                 metrics.count(metrics.CONVERSATION_REBUILT, agent=self._agent_name(), framework=self._call.framework)
 
-    def _check_parent(self, span, effective: Optional[str]) -> None:
+    def _check_parent(self, span, effective: str | None) -> None:
         """A nested in-process run (not a hop) whose conversation id ``effective`` is another than
         its parent's (recorded as ``agent_identity.parent.conversation.id`` at its start), with no
         mapping declared (:func:`otel_agent_identity.new_conversation`): marked and counted."""
@@ -348,10 +442,9 @@ class Run:
             return
         if not self._own_story:
             span.set_attribute(attrs.CONVERSATION_PARENT_DIFFERS, True)
-            metrics.count(metrics.PARENT_CONVERSATION_DIFFERS, agent=self._agent_name(),
-                          framework=self._call.framework)
+            metrics.count(metrics.PARENT_CONVERSATION_DIFFERS, agent=self._agent_name(), framework=self._call.framework)
 
-    def finish(self, result: Any = None, error: Optional[BaseException] = None) -> None:
+    def finish(self, result: Any = None, error: BaseException | None = None) -> None:
         """End the run once: our own span (if any) gets the post-run id, status and end time."""
         if self._finished:
             return
@@ -366,13 +459,13 @@ class Run:
             self._finish_span(span, result)
             if result is not None and spec.on_end is not None:
                 span.set_attributes(spec.on_end(result))
-        except Exception:  # noqa: BLE001 - the span still ends, with what it has
+        except Exception:
             _logger.debug("otel-agent-identity: finishing the run failed", exc_info=True)
         if error is not None and not is_one_of(error, _NOT_FAILURES + spec.not_failures):
             record_error(span, error)  # never raises: the caller re-raises the application's own error
         try:
             span.end()
-        except Exception:  # noqa: BLE001 - a span processor that raises on end
+        except Exception:
             _logger.debug("otel-agent-identity: ending the run's span failed", exc_info=True)
 
     def learn(self, conversation_id: Any) -> bool:
@@ -387,7 +480,7 @@ class Run:
             set_trusted(self.span, conversation_attributes(self._pre, None))
         return True
 
-    def hand_off(self) -> "HandOff":
+    def hand_off(self) -> HandOff:
         """A view of this run for a call whose work goes on in a task it spawns (Agno
         ``arun(background=True)``): see :class:`HandOff`."""
         return HandOff(self)
@@ -455,11 +548,11 @@ class Run:
             try:
                 cancelled = fut.cancelled()
                 error = None if cancelled else fut.exception()
-            except BaseException as exc:  # noqa: BLE001
+            except BaseException as exc:
                 cancelled, error = False, exc
             try:
                 self.finish(result=result if error is None and not cancelled else None, error=error)
-            except Exception:  # noqa: BLE001
+            except Exception:
                 _logger.debug("otel-agent-identity: ending a task-based run failed", exc_info=True)
 
         future.add_done_callback(done)
@@ -486,7 +579,7 @@ class HandOff:
     a caller that stops reading a background stream does not end a run that is still working.
     """
 
-    __slots__ = ("run", "handed", "__weakref__")
+    __slots__ = ("__weakref__", "handed", "run")
 
     def __init__(self, run: Run) -> None:
         self.run, self.handed = run, False
@@ -497,7 +590,7 @@ class HandOff:
     def exit(self, tokens: tuple) -> None:
         self.run.exit(tokens)
 
-    def finish(self, result: Any = None, error: Optional[BaseException] = None) -> None:
+    def finish(self, result: Any = None, error: BaseException | None = None) -> None:
         if not self.handed:
             self.run.finish(result=result, error=error)
 
@@ -520,7 +613,7 @@ _NO_CODE: dict[Any, bool] = {}  # function -> calling it runs none of its code: 
 _LAZY = inspect.CO_COROUTINE | inspect.CO_GENERATOR | inspect.CO_ASYNC_GENERATOR
 
 
-def awaiting_run(owner: Any = None) -> Optional[Run]:
+def awaiting_run(owner: Any = None) -> Run | None:
     """The run of the current scope that waits for the framework's read of its state
     (:meth:`Run.resumed_later`), taken (once), or None; with ``owner``, only if the scope's owner
     (the agent, the graph) is that object."""
@@ -549,9 +642,7 @@ def _runs_no_code(fn: Any) -> bool:
     return found
 
 
-def run_conversation_attributes(
-    pre: Optional[Extracted], post: Optional[Extracted], run_id: Optional[str]
-) -> dict[str, Any]:
+def run_conversation_attributes(pre: Extracted | None, post: Extracted | None, run_id: str | None) -> dict[str, Any]:
     """The agent span's conversation attributes at the run's end.
 
     Args:
@@ -575,7 +666,7 @@ def run_conversation_attributes(
     return {attrs.GEN_AI_CONVERSATION_ID: cid, attrs.CONVERSATION_SOURCE: source}
 
 
-def conversation_attributes(pre: Optional[Extracted], post: Optional[Extracted]) -> dict[str, Any]:
+def conversation_attributes(pre: Extracted | None, post: Extracted | None) -> dict[str, Any]:
     """The agent span's conversation attributes from the ids before and after the run.
 
     A continuity break is an id that changed between two answers of the same extractor step;
@@ -631,7 +722,7 @@ class ScopedStream(wrapt.ObjectProxy):
                 return self
             if hasattr(result, "__aiter__") and not isinstance(result, ScopedStream) and not inspect.isasyncgen(result):
                 return ScopedStream(result, self._self_run, parent=self)
-        except Exception:  # noqa: BLE001 - hand the framework's result back unchanged
+        except Exception:
             _logger.debug("otel-agent-identity: could not scope a derived stream", exc_info=True)
         return result
 
@@ -713,7 +804,7 @@ def scoped_generator(gen, run: Run):
     Each step runs with ``Context.run`` in one context of the run's own (:meth:`Run.context`), so
     a context variable a step sets is seen by the next step and never by the caller."""
     step = run.context().run
-    error: Optional[BaseException] = None
+    error: BaseException | None = None
     try:
         sent, thrown = None, None
         while True:
@@ -735,7 +826,7 @@ def scoped_generator(gen, run: Run):
         if error is None:
             try:
                 step(gen.close)
-            except BaseException as exc:  # noqa: BLE001 - gen's own cleanup failed
+            except BaseException as exc:
                 error = exc
                 raise
             finally:
@@ -748,7 +839,7 @@ async def scoped_async_generator(agen, run: Run):
     """The async counterpart of :func:`scoped_generator`: an ``async def`` generator (not a proxy),
     so the event loop's async-generator finaliser closes it, and ends the run, when the caller
     leaves ``async for`` with ``break`` and drops it. ``asend()``/``athrow()`` reach ``agen``."""
-    error: Optional[BaseException] = None
+    error: BaseException | None = None
     try:
         sent, thrown = None, None
         while True:
@@ -775,7 +866,7 @@ async def scoped_async_generator(agen, run: Run):
                 tokens = run.enter()
                 try:
                     await agen.aclose()
-                except BaseException as exc:  # noqa: BLE001
+                except BaseException as exc:
                     error = exc
                     raise
                 finally:

@@ -22,9 +22,10 @@ Nothing here raises into the application: a malformed value is passed through mi
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
-from typing import Any, Iterable, Mapping, NamedTuple, Optional
+from typing import Any, NamedTuple
 from urllib.parse import quote_plus, unquote_plus, urlsplit
 
 from opentelemetry import context as otel_context
@@ -50,10 +51,10 @@ class Destination:
     """Where a request goes. ``url``: absolute URL (str) or None (stdio); ``names``: client-side
     names (tool name, stdio command) an allowlist entry may equal."""
 
-    url: Optional[str] = None
+    url: str | None = None
     names: tuple[str, ...] = ()
 
-    def with_name(self, name: Any) -> "Destination":
+    def with_name(self, name: Any) -> Destination:
         """A copy with ``name`` (ignored unless a non-empty str) added to ``names``."""
         if not isinstance(name, str) or not name or name in self.names:
             return self
@@ -80,7 +81,7 @@ class Policy:
         k = key.strip().lower()
         return k in self._exact or any(fnmatchcase(k, p) for p in self._patterns)
 
-    def allows(self, destination: Optional[Destination]) -> bool:
+    def allows(self, destination: Destination | None) -> bool:
         """True when ``destination`` matches an allowlist entry; None (unknown) is never allowed."""
         if destination is None or not self.allowlist:
             return False
@@ -105,7 +106,7 @@ def policy() -> Policy:
     return _policy
 
 
-def filter_baggage_header(value: Any, destination: Optional[Destination]) -> Optional[str]:
+def filter_baggage_header(value: Any, destination: Destination | None) -> str | None:
     """Filter one W3C ``baggage`` header value (str or bytes) for ``destination``.
 
     Identity entries are removed; other members are kept verbatim (a malformed member too). For an
@@ -120,7 +121,7 @@ def filter_baggage_header(value: Any, destination: Optional[Destination]) -> Opt
     return ",".join(members) or None
 
 
-def filter_meta(meta: Mapping[str, Any], destination: Optional[Destination]) -> dict:
+def filter_meta(meta: Mapping[str, Any], destination: Destination | None) -> dict:
     """Filter an MCP ``_meta`` mapping for ``destination``; returns a new dict.
 
     Only its baggage entries change (see :func:`filter_baggage_header`): every key that is
@@ -133,7 +134,7 @@ def filter_meta(meta: Mapping[str, Any], destination: Optional[Destination]) -> 
     for key in dict.fromkeys(keys + [main]):
         try:
             value = filter_baggage_header(out.get(key), destination if key == main else None)
-        except Exception:  # noqa: BLE001 - never break the request; identity is what must not pass
+        except Exception:
             _logger.debug("otel-agent-identity: unreadable _meta baggage dropped", exc_info=True)
             value = None
         if value is None:
@@ -152,7 +153,7 @@ def forwarded_baggage() -> dict[str, str]:
     return {k: v for k, v in zip(FORWARDED_KEYS, values) if isinstance(v, str) and v}
 
 
-def record_upstream(span: Any, baggage: Mapping[str, Any], local_conversation_id: Optional[str] = None) -> None:
+def record_upstream(span: Any, baggage: Mapping[str, Any], local_conversation_id: str | None = None) -> None:
     """Receiver side: record forwarded identity on the server ``span``.
 
     Args:
@@ -172,11 +173,11 @@ def record_upstream(span: Any, baggage: Mapping[str, Any], local_conversation_id
         upstream = baggage.get(attrs.GEN_AI_CONVERSATION_ID) if baggage else None
         if isinstance(upstream, str) and upstream and local_conversation_id and upstream != local_conversation_id:
             span.set_attribute(attrs.UPSTREAM_MISMATCH, True)
-    except Exception:  # noqa: BLE001
+    except Exception:
         _logger.debug("otel-agent-identity: could not record upstream identity", exc_info=True)
 
 
-def _forwarded_ids(baggage: Optional[Mapping[str, Any]]) -> dict[str, str]:
+def _forwarded_ids(baggage: Mapping[str, Any] | None) -> dict[str, str]:
     """The documented keys of ``baggage`` whose value is an acceptable id: a non-empty printable
     str of at most ``max_id_length`` characters (anything else is ignored)."""
     out = {}
@@ -191,9 +192,9 @@ class Upstream(NamedTuple):
     """The ids the caller of the request being served forwarded (see :func:`upstream`); each a
     str, or None when the caller did not send it."""
 
-    conversation_id: Optional[str]
-    execution_id: Optional[str]
-    delegation_id: Optional[str]
+    conversation_id: str | None
+    execution_id: str | None
+    delegation_id: str | None
 
 
 _INBOUND = otel_context.create_key("otel_agent_identity.inbound")
@@ -201,7 +202,7 @@ _UPSTREAM_IDS = otel_context.create_key("otel_agent_identity.upstream")
 _inbound_seen = False  # no inbound request forwarded a conversation id yet: check_served has nothing to do
 
 
-def upstream() -> Optional[Upstream]:
+def upstream() -> Upstream | None:
     """The caller's ids for the inbound request being served, or None.
 
     Call it inside the serving code (an a2a-sdk ``AgentExecutor.execute``, an Agent Framework
@@ -220,7 +221,7 @@ def upstream() -> Optional[Upstream]:
     """
     try:
         value = otel_context.get_value(_UPSTREAM_IDS)
-    except Exception:  # noqa: BLE001
+    except Exception:
         return None
     return value if isinstance(value, Upstream) else None
 
@@ -243,7 +244,7 @@ def inbound_context(span: Any, baggage: Mapping[str, Any], ctx: otel_context.Con
     return ctx
 
 
-def check_served(conversation_id: Optional[str]) -> None:
+def check_served(conversation_id: str | None) -> None:
     """Called when the outermost agent run serving an inbound request knows its conversation id
     (str or None): flags the request's server span when it differs from the forwarded one."""
     if not _inbound_seen or not conversation_id:
@@ -264,7 +265,7 @@ def _strip_identity(value: str) -> list[str]:
         key = member.split(";", 1)[0].split("=", 1)[0].strip()
         try:
             key = unquote_plus(key)
-        except Exception:  # noqa: BLE001
+        except Exception:
             pass
         if _policy.is_identity_key(key):
             continue
@@ -302,11 +303,11 @@ def _url_prefix_matches(entry: str, url: str) -> bool:
     return not prefix or u.path == prefix or u.path.startswith(prefix + "/")
 
 
-def _port(parts: Any) -> Optional[int]:
+def _port(parts: Any) -> int | None:
     return parts.port or _DEFAULT_PORTS.get(parts.scheme.lower())
 
 
-def _host(url: str) -> Optional[str]:
+def _host(url: str) -> str | None:
     try:
         return urlsplit(url).hostname
     except ValueError:

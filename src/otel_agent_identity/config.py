@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from otel_agent_identity import environment_variables as env
 
@@ -36,11 +37,20 @@ DEFAULT_IDENTITY_BAGGAGE_KEYS = (
 
 
 #: ``instrument()`` options of ours (env var name, lower case, without the prefix)
-_OPTIONS = frozenset({"frameworks", "max_id_length", "stamp_spans", "allowlist", "baggage_keys",
-                      "openai_agents_group_id_as_conversation"})
+_OPTIONS = frozenset(
+    {
+        "frameworks",
+        "max_id_length",
+        "stamp_spans",
+        "allowlist",
+        "baggage_keys",
+        "openai_agents_group_id_as_conversation",
+    }
+)
 #: options every OTel instrumentor may be given
-_OTEL_KWARGS = frozenset({"tracer_provider", "meter_provider", "logger_provider", "event_logger_provider",
-                          "skip_dep_check"})
+_OTEL_KWARGS = frozenset(
+    {"tracer_provider", "meter_provider", "logger_provider", "event_logger_provider", "skip_dep_check"}
+)
 
 
 @dataclass(frozen=True)
@@ -55,7 +65,7 @@ class Config:
     openai_agents_group_id_as_conversation: bool = False
 
     @classmethod
-    def load(cls, **kwargs: Any) -> "Config":
+    def load(cls, **kwargs: Any) -> Config:
         """Build from ``instrument()`` kwargs, falling back to the environment, then to defaults.
 
         Args:
@@ -76,18 +86,22 @@ class Config:
         return cls(
             frameworks=frozenset(frameworks) if frameworks else None,
             max_id_length=_pick(
-                kwargs, "max_id_length", env.OTEL_INSTRUMENTATION_AGENT_IDENTITY_MAX_ID_LENGTH,
-                _bounded_int, DEFAULT_MAX_ID_LENGTH,
+                kwargs,
+                "max_id_length",
+                env.OTEL_INSTRUMENTATION_AGENT_IDENTITY_MAX_ID_LENGTH,
+                _bounded_int,
+                DEFAULT_MAX_ID_LENGTH,
             ),
             stamp_spans=_pick(kwargs, "stamp_spans", env.OTEL_INSTRUMENTATION_AGENT_IDENTITY_STAMP_SPANS, _bool, True),
             allowlist=tuple(_pick(kwargs, "allowlist", env.OTEL_INSTRUMENTATION_AGENT_IDENTITY_ALLOWLIST, _names, ())),
             identity_baggage_keys=DEFAULT_IDENTITY_BAGGAGE_KEYS
-            + tuple(
-                _pick(kwargs, "baggage_keys", env.OTEL_INSTRUMENTATION_AGENT_IDENTITY_BAGGAGE_KEYS, _names, ())
-            ),
+            + tuple(_pick(kwargs, "baggage_keys", env.OTEL_INSTRUMENTATION_AGENT_IDENTITY_BAGGAGE_KEYS, _names, ())),
             openai_agents_group_id_as_conversation=_pick(
-                kwargs, "openai_agents_group_id_as_conversation",
-                env.OTEL_INSTRUMENTATION_AGENT_IDENTITY_OPENAI_AGENTS_GROUP_ID_AS_CONVERSATION, _bool, False,
+                kwargs,
+                "openai_agents_group_id_as_conversation",
+                env.OTEL_INSTRUMENTATION_AGENT_IDENTITY_OPENAI_AGENTS_GROUP_ID_AS_CONVERSATION,
+                _bool,
+                False,
             ),
         )
 

@@ -24,8 +24,9 @@ import logging
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator, Optional
+from typing import Any
 
 from opentelemetry import context as otel_context
 
@@ -75,27 +76,27 @@ class _Serving:
     """The inbound A2A request being served: the contextId it asked to continue, its SERVER span,
     and the agent conversation the run serving it ended in (set by that run)."""
 
-    __slots__ = ("requested", "span", "agent", "conversation")
+    __slots__ = ("agent", "conversation", "requested", "span")
 
-    def __init__(self, requested: Optional[str], span: Any) -> None:
+    def __init__(self, requested: str | None, span: Any) -> None:
         self.requested, self.span = requested, span
         self.agent: str = ""
-        self.conversation: Optional[str] = None
+        self.conversation: str | None = None
 
 
-def _serving(ctx: Any = None) -> Optional[_Serving]:
+def _serving(ctx: Any = None) -> _Serving | None:
     value = otel_context.get_value(_SERVING_REQUESTED, ctx)
     return value if type(value) is _Serving else None
 
 
-def serving_requested() -> Optional[str]:
+def serving_requested() -> str | None:
     """The ``Message.context_id`` (str) of the inbound A2A request being served (the SERVER span's
     OTel context, which the executor inherits), None outside one or on a first turn."""
     serving = _serving()
     return serving.requested if serving is not None else None
 
 
-def with_serving_requested(ctx: Any, context_id: Optional[str], span: Any = None) -> Any:
+def with_serving_requested(ctx: Any, context_id: str | None, span: Any = None) -> Any:
     """``ctx`` (an OTel ``Context``) carrying the contextId the served request asked to continue
     (str, or None on a first turn) and its SERVER ``span``."""
     if not context_id and span is None:
@@ -126,8 +127,11 @@ def resumed(value: bool) -> bool:
         if serving is None or serving.span is None or type(value) is not bool:
             if not _warned_resumed[0]:
                 _warned_resumed[0] = True
-                _logger.warning("otel-agent-identity: resumed(%s) outside a served A2A request, or not a bool; "
-                                "ignored (warned once)", type(value).__name__)
+                _logger.warning(
+                    "otel-agent-identity: resumed(%s) outside a served A2A request, or not a bool; "
+                    "ignored (warned once)",
+                    type(value).__name__,
+                )
             return False
         span = serving.span
         span.set_attribute(attrs.CONVERSATION_RESUMED, value)
@@ -135,12 +139,12 @@ def resumed(value: bool) -> bool:
             agent = (getattr(span, "attributes", None) or {}).get(attrs.GEN_AI_AGENT_NAME)
             metrics.count(metrics.STATE_NOT_RESUMED, agent=agent, framework="a2a")
         return True
-    except Exception:  # noqa: BLE001
+    except Exception:
         _logger.debug("otel-agent-identity: resumed() failed", exc_info=True)
         return False
 
 
-def served_run(agent: Optional[str], conversation: Optional[str]) -> Optional[str]:
+def served_run(agent: str | None, conversation: str | None) -> str | None:
     """The run serving the current A2A request ended in agent ``conversation`` (str): remember it
     for its contextId and serving ``agent`` (its name), and return the agent conversation this
     process served the requested contextId with last when it was another (else None)."""
@@ -158,18 +162,18 @@ def served_run(agent: Optional[str], conversation: Optional[str]) -> Optional[st
     return last if last is not None and last != conversation else None
 
 
-def served_context(ctx: Any, context_id: Optional[str]) -> None:
+def served_context(ctx: Any, context_id: str | None) -> None:
     """The A2A request served in ``ctx`` answered in ``context_id``: remember the agent conversation
     that served it under that contextId too (on a first turn the server made it). Never raises."""
     try:
         serving = _serving(ctx)
         if serving is not None and serving.conversation and context_id and context_id != serving.requested:
             served_conversations.remember(context_id, serving.agent, serving.conversation)
-    except Exception:  # noqa: BLE001
+    except Exception:
         _logger.debug("otel-agent-identity: served context not remembered", exc_info=True)
 
 
-def conversation_id() -> Optional[str]:
+def conversation_id() -> str | None:
     """The conversation id (str) of the run the caller is in, None outside one or when it has none.
 
     The one-liner to map ids when one framework's agent runs inside another's (e.g. in a LangGraph
@@ -189,9 +193,9 @@ class DelegateContexts:
     def __init__(self, max_conversations: int = MAX_CONVERSATIONS, idle_seconds: float = IDLE_SECONDS) -> None:
         self.max_conversations, self.idle_seconds = max_conversations, idle_seconds
         self._lock = threading.Lock()
-        self._data: "OrderedDict[str, tuple[float, dict[str, str]]]" = OrderedDict()
+        self._data: OrderedDict[str, tuple[float, dict[str, str]]] = OrderedDict()
 
-    def _agents(self, conversation: str, now: float) -> Optional[dict]:
+    def _agents(self, conversation: str, now: float) -> dict | None:
         entry = self._data.get(conversation)
         if entry is None:
             return None
@@ -200,7 +204,7 @@ class DelegateContexts:
             return None
         return entry[1]
 
-    def last(self, conversation: str, agent: str) -> Optional[str]:
+    def last(self, conversation: str, agent: str) -> str | None:
         """The contextId last in effect with ``agent`` in ``conversation``, or None."""
         with self._lock:
             agents = self._agents(conversation, time.monotonic())
@@ -243,7 +247,7 @@ class SeenKeys:
     def __init__(self, max_keys: int = MAX_DELEGATIONS, idle_seconds: float = IDLE_SECONDS) -> None:
         self.max_keys, self.idle_seconds = max_keys, idle_seconds
         self._lock = threading.Lock()
-        self._data: "OrderedDict[str, float]" = OrderedDict()
+        self._data: OrderedDict[str, float] = OrderedDict()
 
     def seen_before(self, key: str) -> bool:
         now = time.monotonic()
@@ -267,7 +271,7 @@ served_delegations = SeenKeys()
 executed_delegations = SeenKeys()
 
 
-def with_served_delegation(ctx: Any, span: Any, key: Optional[str], agent: Optional[str]) -> Any:
+def with_served_delegation(ctx: Any, span: Any, key: str | None, agent: str | None) -> Any:
     """``ctx`` (the OTel ``Context`` of an inbound request, whose SERVER span is ``span``) carrying
     the request's delegation ``key``, for :func:`note_execution`; ``ctx`` itself without a key."""
     if not key:
@@ -301,7 +305,9 @@ def note_execution() -> None:
             if span.is_recording():
                 span.set_attribute(attrs.DELEGATION_DUPLICATE, True)
             metrics.count(metrics.DELEGATION_DUPLICATE_EXECUTIONS, agent=agent, framework="a2a")
-    except Exception:  # noqa: BLE001
+    except Exception:
         pass
+
+
 #: contextId -> {serving agent name -> the agent conversation that served it last}
 served_conversations = DelegateContexts()

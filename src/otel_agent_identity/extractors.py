@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable, Mapping
 from importlib.metadata import entry_points
-from typing import Any, Callable, Mapping, NamedTuple, Optional
+from typing import Any, NamedTuple
 
 from otel_agent_identity._errors import describe, error_type
 
@@ -28,7 +29,7 @@ ENTRY_POINT_GROUP = "otel_agent_identity_extractors"
 
 #: ``extract(agent, session, call) -> str | None``. ``agent`` is the framework agent object,
 #: ``session`` the framework's session/thread object or None, ``call`` a :class:`RunCall`.
-Extractor = Callable[[Any, Any, "RunCall"], Optional[str]]
+Extractor = Callable[[Any, Any, "RunCall"], str | None]
 
 SOURCE_OVERRIDE = "override"
 SOURCE_AGENT = "agent"
@@ -51,7 +52,7 @@ class RunCall(NamedTuple):
 
     framework: str
     args: tuple = ()
-    kwargs: Optional[Mapping[str, Any]] = None
+    kwargs: Mapping[str, Any] | None = None
     phase: str = "before"
     result: Any = None
     outer: Any = None
@@ -66,10 +67,12 @@ class Extracted(NamedTuple):
 
 _tuple_new = tuple.__new__  # a NamedTuple built without its Python-level __new__
 _ACCEPTED_MAX = 256
-_HAS_OWN_STEP: dict[type, bool] = {}  # agent type -> it defines _get_otel_conversation_id (ADR-0029)  # ids, at most max_id_length characters each
+_HAS_OWN_STEP: dict[
+    type, bool
+] = {}  # agent type -> it defines _get_otel_conversation_id (ADR-0029)  # ids, at most max_id_length characters each
 
 
-def _own_step(own: Any, session: Any, _call: "RunCall") -> Any:
+def _own_step(own: Any, session: Any, _call: RunCall) -> Any:
     """Step 2 by default: the agent's bound ``_get_otel_conversation_id`` called with the session."""
     return own(session)
 
@@ -84,7 +87,7 @@ class ExtractorRegistry:
         self._accepted: dict[str, None] = {}
         self.max_id_length = max_id_length
         self._by_type: dict[type, Extractor] = {}
-        self._cache: dict[type, Optional[Extractor]] = {}
+        self._cache: dict[type, Extractor | None] = {}
         self._warned: set[tuple[str, str, str]] = set()  # (agent type, step, kind)
         self._lock = threading.Lock()
 
@@ -125,10 +128,10 @@ class ExtractorRegistry:
         for ep in entry_points(group=ENTRY_POINT_GROUP):
             try:
                 ep.load()(self)
-            except Exception:  # noqa: BLE001 - a broken plugin must not break the application
+            except Exception:
                 _logger.warning("otel-agent-identity: extractor entry point %r failed", ep.name, exc_info=True)
 
-    def _override_for(self, cls: type) -> Optional[Extractor]:
+    def _override_for(self, cls: type) -> Extractor | None:
         try:
             return self._cache[cls]
         except KeyError:
@@ -137,9 +140,13 @@ class ExtractorRegistry:
             return found
 
     def extract(
-        self, agent: Any, session: Any, call: RunCall, framework_rule: Optional[Extractor] = None,
-        agent_step: Optional[Extractor] = None,
-    ) -> Optional[Extracted]:
+        self,
+        agent: Any,
+        session: Any,
+        call: RunCall,
+        framework_rule: Extractor | None = None,
+        agent_step: Extractor | None = None,
+    ) -> Extracted | None:
         """Return the agent's conversation id, or None. Never raises.
 
         ``agent_step``: the adapter's reading of step 2, for an adapter that owns the shape of the
@@ -161,7 +168,7 @@ class ExtractorRegistry:
         else:  # _checked, its common case inline (an adapter's step runs before and after every run)
             try:
                 value = agent_step(agent, session, call)
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 value = self._raised(agent, SOURCE_AGENT, exc)
             if type(value) is str and value in self._accepted:
                 return _tuple_new(Extracted, (value, SOURCE_AGENT))
@@ -172,12 +179,13 @@ class ExtractorRegistry:
             return self._checked(agent, SOURCE_FRAMEWORK, framework_rule, session, call)
         return None
 
-    def _checked(self, agent: Any, source: str, fn: Extractor, session: Any, call: RunCall,
-                 target: Any = None) -> Optional[Extracted]:
+    def _checked(
+        self, agent: Any, source: str, fn: Extractor, session: Any, call: RunCall, target: Any = None
+    ) -> Extracted | None:
         """``fn(target or agent, session, call)``, checked."""
         try:
             value = fn(agent if target is None else target, session, call)
-        except Exception as exc:  # noqa: BLE001 - extractor errors never reach the application
+        except Exception as exc:
             return self._raised(agent, source, exc)
         if value is None:
             return None
@@ -186,9 +194,11 @@ class ExtractorRegistry:
         return self._value(agent, source, value)
 
     def _raised(self, agent: Any, source: str, exc: Exception) -> None:
-        self._warn_once(agent, source, "raised", f"{source} extractor raised {error_type(exc)}: {(describe(exc) or '?')[:200]!r}")  # bounded: never a huge line
+        self._warn_once(
+            agent, source, "raised", f"{source} extractor raised {error_type(exc)}: {(describe(exc) or '?')[:200]!r}"
+        )  # bounded: never a huge line
 
-    def _value(self, agent: Any, source: str, value: Any) -> Optional[Extracted]:
+    def _value(self, agent: Any, source: str, value: Any) -> Extracted | None:
         problem = self.problem(value)
         if problem is None:
             return Extracted(value if type(value) is str else str.__str__(value), source)
@@ -200,7 +210,7 @@ class ExtractorRegistry:
         """True when ``value`` is an acceptable id (see :meth:`problem`)."""
         return (type(value) is str and value in self._accepted) or self.problem(value) is None
 
-    def problem(self, value: Any, remember: bool = True) -> Optional[str]:
+    def problem(self, value: Any, remember: bool = True) -> str | None:
         """Why ``value`` is not an acceptable id (None, non-string, empty, too long, control characters).
 
         ``remember``: an acceptable str is kept in the bounded set of known ids (conversation ids,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any, Optional
+from typing import Any
 
 from opentelemetry import metrics as otel_metrics
 
@@ -36,15 +36,15 @@ REASON_SERVED = "served_context"  # an A2A SERVER span: this server answered in 
 _DESCRIPTIONS = {
     CONVERSATION_CHANGES: "Continuity breaks (agent_identity.conversation.changed=true), by where they were seen",
     DELEGATE_RESTARTS: "Sends to a remote agent that started a new context where an earlier one was in effect "
-                       "in the same caller conversation",
+    "in the same caller conversation",
     STATE_NOT_RESUMED: "Agent runs serving an A2A request with a contextId that started from no prior state",
     DELEGATION_DUPLICATE_DELIVERIES: "Inbound A2A requests whose delegation this process already received",
     DELEGATION_DUPLICATE_EXECUTIONS: "Agent runs serving an inbound A2A request whose delegation this process "
-                                     "already executed",
+    "already executed",
     PARENT_CONVERSATION_DIFFERS: "Nested agent runs whose conversation differs from their parent run's, "
-                                 "with no declared mapping",
+    "with no declared mapping",
     CONVERSATION_REBUILT: "Agent runs serving an A2A request for a contextId under another agent conversation than "
-                          "the one this process served it with last, without resuming prior state",
+    "the one this process served it with last, without resuming prior state",
 }
 _MAX_NAME = 64
 _MAX_NAMES = 100
@@ -61,8 +61,9 @@ def configure(meter_provider: Any = None, tracer_provider: Any = None) -> None:
     global _service
     try:
         meter = otel_metrics.get_meter(__name__, __version__, meter_provider)
-        counters = {name: meter.create_counter(name, unit="{event}", description=text)
-                    for name, text in _DESCRIPTIONS.items()}
+        counters = {
+            name: meter.create_counter(name, unit="{event}", description=text) for name, text in _DESCRIPTIONS.items()
+        }
         resource = getattr(tracer_provider, "resource", None)
         service = getattr(resource, "attributes", {}).get("service.name") if resource is not None else None
         with _lock:
@@ -70,7 +71,7 @@ def configure(meter_provider: Any = None, tracer_provider: Any = None) -> None:
             _counters.update(counters)
             _names.clear()
             _service = service if isinstance(service, str) and service else "unknown_service"
-    except Exception:  # noqa: BLE001
+    except Exception:
         _logger.debug("otel-agent-identity: could not create metrics", exc_info=True)
 
 
@@ -92,7 +93,7 @@ def _agent_label(instrument: str, agent: Any) -> str:
     return name
 
 
-def count(instrument: str, *, agent: Any = None, framework: str = "", reason: Optional[str] = None) -> None:
+def count(instrument: str, *, agent: Any = None, framework: str = "", reason: str | None = None) -> None:
     """Add 1 to ``instrument`` (one of the names above) with the bounded labels. Never raises."""
     try:
         with _lock:
@@ -103,5 +104,5 @@ def count(instrument: str, *, agent: Any = None, framework: str = "", reason: Op
         if reason is not None:
             labels["reason"] = reason
         counter.add(1, labels)
-    except Exception:  # noqa: BLE001
+    except Exception:
         _logger.debug("otel-agent-identity: could not count %s", instrument, exc_info=True)

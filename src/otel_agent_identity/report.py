@@ -28,7 +28,7 @@ import urllib.parse
 import urllib.request
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Optional
+from typing import Any
 
 from .attributes import DELEGATION_ID, GEN_AI_CONVERSATION_ID
 
@@ -56,15 +56,15 @@ class Hop:
 
     trace_id: str
     span_id: str
-    caller: Optional[str]
-    callee: Optional[str]
+    caller: str | None
+    callee: str | None
     result: str
     flagged: bool
     duplicate: bool
-    asked: Optional[str]
-    used: Optional[str]
-    resumed: Optional[bool]
-    delegation_id: Optional[str]
+    asked: str | None
+    used: str | None
+    resumed: bool | None
+    delegation_id: str | None
 
     def why(self) -> str:
         """What the verdict means for this hop, in words (the table's flagged lines)."""
@@ -103,10 +103,18 @@ class Conversation:
         return dict(sorted(out.items()))
 
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "turns": self.turns, "trace_ids": self.trace_ids, "services": self.services,
-                "first_seen": _iso(self.first_seen_us), "last_seen": _iso(self.last_seen_us),
-                "results": self.results(), "flagged": len(self.flagged), "duplicates": len(self.duplicates),
-                "hops": [asdict(h) for h in self.hops]}
+        return {
+            "id": self.id,
+            "turns": self.turns,
+            "trace_ids": self.trace_ids,
+            "services": self.services,
+            "first_seen": _iso(self.first_seen_us),
+            "last_seen": _iso(self.last_seen_us),
+            "results": self.results(),
+            "flagged": len(self.flagged),
+            "duplicates": len(self.duplicates),
+            "hops": [asdict(h) for h in self.hops],
+        }
 
 
 def parse_since(text: str) -> int:
@@ -117,14 +125,16 @@ def parse_since(text: str) -> int:
     return int(match.group(1)) * _UNIT_SECONDS[match.group(2)]
 
 
-def fetch_traces(zipkin: str, since_s: int, limit: int = 1000, end_ms: Optional[int] = None,
-                 timeout: float = 30.0) -> list[list[dict]]:
+def fetch_traces(
+    zipkin: str, since_s: int, limit: int = 1000, end_ms: int | None = None, timeout: float = 30.0
+) -> list[list[dict]]:
     """Traces (lists of Zipkin v2 span dicts) that have a ``gen_ai.conversation.id`` tag and a span
     in the ``since_s`` seconds before ``end_ms`` (default now), at most ``limit``. Raises
     urllib.error.URLError / ValueError when Zipkin cannot be read or answers something else."""
     end = end_ms if end_ms is not None else int(time.time() * 1000)
-    query = urllib.parse.urlencode({"annotationQuery": GEN_AI_CONVERSATION_ID, "endTs": end,
-                                    "lookback": since_s * 1000, "limit": limit})
+    query = urllib.parse.urlencode(
+        {"annotationQuery": GEN_AI_CONVERSATION_ID, "endTs": end, "lookback": since_s * 1000, "limit": limit}
+    )
     with urllib.request.urlopen(f"{zipkin.rstrip('/')}/api/v2/traces?{query}", timeout=timeout) as response:
         traces = json.load(response)
     if not isinstance(traces, list) or not all(isinstance(t, list) for t in traces):
@@ -155,13 +165,21 @@ def conversations(traces: list[list[dict]]) -> list[Conversation]:
             if HOP_RESULT not in tags:
                 continue
             parent = by_id_span.get(span.get("parentId"), {})
-            conv.hops.append(Hop(
-                trace_id=str(span.get("traceId", "")), span_id=str(span.get("id", "")),
-                caller=tags.get(HOP_CALLER_SERVICE), callee=_service(span), result=tags[HOP_RESULT],
-                flagged=tags.get(HOP_MISMATCH) == "true", duplicate=tags.get(DELEGATION_DUPLICATE) == "true",
-                asked=tags.get(HOP_REQUESTED), used=tags.get(HOP_CALLEE_CONVERSATION),
-                resumed={"true": True, "false": False}.get(tags.get(HOP_CALLEE_RESUMED)),
-                delegation_id=_tags(parent).get(DELEGATION_ID) or tags.get(DELEGATION_ID)))
+            conv.hops.append(
+                Hop(
+                    trace_id=str(span.get("traceId", "")),
+                    span_id=str(span.get("id", "")),
+                    caller=tags.get(HOP_CALLER_SERVICE),
+                    callee=_service(span),
+                    result=tags[HOP_RESULT],
+                    flagged=tags.get(HOP_MISMATCH) == "true",
+                    duplicate=tags.get(DELEGATION_DUPLICATE) == "true",
+                    asked=tags.get(HOP_REQUESTED),
+                    used=tags.get(HOP_CALLEE_CONVERSATION),
+                    resumed={"true": True, "false": False}.get(tags.get(HOP_CALLEE_RESUMED)),
+                    delegation_id=_tags(parent).get(DELEGATION_ID) or tags.get(DELEGATION_ID),
+                )
+            )
     for conv in by_id.values():
         conv.trace_ids.sort()
     return sorted(by_id.values(), key=lambda c: (not (c.flagged or c.duplicates), -c.last_seen_us))
@@ -170,28 +188,40 @@ def conversations(traces: list[list[dict]]) -> list[Conversation]:
 def table(convs: list[Conversation], zipkin: str, since: str) -> str:
     """The human-readable report: one row per conversation, then every flagged hop and duplicate."""
     broken = [c for c in convs if c.flagged or c.duplicates]
-    lines = [f"{len(convs)} conversation(s) in {zipkin} in the last {since}, {len(broken)} with flagged hops "
-             "or duplicate executions"]
+    lines = [
+        f"{len(convs)} conversation(s) in {zipkin} in the last {since}, {len(broken)} with flagged hops "
+        "or duplicate executions"
+    ]
     if convs:
         rows = [("CONVERSATION", "TURNS", "HOPS", "FLAGGED", "DUPLICATES", "LAST SEEN (UTC)", "SERVICES")]
-        rows += [(c.id, str(c.turns), str(len(c.hops)), str(len(c.flagged)), str(len(c.duplicates)),
-                  _iso(c.last_seen_us)[11:19], ", ".join(c.services)) for c in convs]
+        rows += [
+            (
+                c.id,
+                str(c.turns),
+                str(len(c.hops)),
+                str(len(c.flagged)),
+                str(len(c.duplicates)),
+                _iso(c.last_seen_us)[11:19],
+                ", ".join(c.services),
+            )
+            for c in convs
+        ]
         widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
         lines += ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)) + "  " + r[-1] for r in rows]
     for c in broken:
         lines.append(f"\n{c.id}:")
         for hop in c.flagged:
-            lines.append(f"  flagged   trace {hop.trace_id}  {hop.caller} -> {hop.callee}: {hop.result}"
-                         f" ({hop.why()})")
+            lines.append(f"  flagged   trace {hop.trace_id}  {hop.caller} -> {hop.callee}: {hop.result} ({hop.why()})")
         for hop in c.duplicates:
-            lines.append(f"  duplicate trace {hop.trace_id}  {hop.caller} -> {hop.callee}: another execution"
-                         f" of delegation {hop.delegation_id}")
+            lines.append(
+                f"  duplicate trace {hop.trace_id}  {hop.caller} -> {hop.callee}: another execution"
+                f" of delegation {hop.delegation_id}"
+            )
     return "\n".join(lines)
 
 
-def main(argv: Optional[list[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m otel_agent_identity.report",
-                                     description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m otel_agent_identity.report", description=__doc__.splitlines()[0])
     parser.add_argument("--zipkin", required=True, metavar="URL", help="Zipkin base URL, e.g. http://127.0.0.1:9411")
     parser.add_argument("--since", default="1h", help="how far back: 30s, 15m, 1h, 7d (default 1h)")
     parser.add_argument("--limit", type=int, default=1000, help="most traces to read (default 1000)")
@@ -207,8 +237,12 @@ def main(argv: Optional[list[str]] = None) -> int:
         print(f"report: cannot read {args.zipkin}: {exc}", file=sys.stderr)
         return 2
     if args.json:
-        print(json.dumps({"zipkin": args.zipkin, "since_seconds": since_s,
-                          "conversations": [c.to_json() for c in convs]}, indent=2))
+        print(
+            json.dumps(
+                {"zipkin": args.zipkin, "since_seconds": since_s, "conversations": [c.to_json() for c in convs]},
+                indent=2,
+            )
+        )
     else:
         print(table(convs, args.zipkin, args.since))
     return 1 if any(c.flagged or c.duplicates for c in convs) else 0
@@ -219,7 +253,7 @@ def _tags(span: dict) -> dict:
     return tags if isinstance(tags, dict) else {}
 
 
-def _service(span: dict) -> Optional[str]:
+def _service(span: dict) -> str | None:
     endpoint = span.get("localEndpoint")
     return endpoint.get("serviceName") if isinstance(endpoint, dict) else None
 

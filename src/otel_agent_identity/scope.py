@@ -20,10 +20,11 @@ import hashlib
 import logging
 import threading
 import uuid
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar, Token
 from random import getrandbits  # as OTel's RandomIdGenerator: unique, reseeded after fork
-from typing import Any, Callable, Iterator, Optional
+from typing import Any
 
 from opentelemetry import context as otel_context
 from opentelemetry.context import Context
@@ -38,7 +39,7 @@ _warned: set[tuple[str, str]] = set()  # (what, kind of problem): bounded, whate
 _warned_lock = threading.Lock()
 
 
-def _checked(what: str, value: Any, remember: bool = True) -> Optional[str]:
+def _checked(what: str, value: Any, remember: bool = True) -> str | None:
     """``value`` when it is an acceptable id (the extractor registry's test: a non-empty printable
     str within ``max_id_length``), else None with one warning per ``what`` and kind of problem."""
     from otel_agent_identity.extractors import registry  # the configured max_id_length
@@ -87,14 +88,34 @@ class IdentityScope:
             ``gen_ai.conversation.id`` is not the scope's: something in the run overwrote it.
     """
 
-    __slots__ = ("conversation_id", "execution_id", "delegation_id", "parent_execution_id", "parent_conversation_id",
-                 "session_id", "provisional", "owner", "attributes", "claim_agent_span", "accepts", "span_ending")
+    __slots__ = (
+        "accepts",
+        "attributes",
+        "claim_agent_span",
+        "conversation_id",
+        "delegation_id",
+        "execution_id",
+        "owner",
+        "parent_conversation_id",
+        "parent_execution_id",
+        "provisional",
+        "session_id",
+        "span_ending",
+    )
 
-    def __init__(self, conversation_id: Optional[str], execution_id: Optional[str], delegation_id: Optional[str] = None,
-                 parent_execution_id: Optional[str] = None, parent_conversation_id: Optional[str] = None,
-                 session_id: Optional[str] = None, provisional: bool = False, owner: Any = None,
-                 claim_agent_span: Optional[Callable[[Any], None]] = None,
-                 accepts: Callable[[str], bool] = _refuse) -> None:
+    def __init__(
+        self,
+        conversation_id: str | None,
+        execution_id: str | None,
+        delegation_id: str | None = None,
+        parent_execution_id: str | None = None,
+        parent_conversation_id: str | None = None,
+        session_id: str | None = None,
+        provisional: bool = False,
+        owner: Any = None,
+        claim_agent_span: Callable[[Any], None] | None = None,
+        accepts: Callable[[str], bool] = _refuse,
+    ) -> None:
         self.conversation_id, self.execution_id, self.delegation_id = conversation_id, execution_id, delegation_id
         self.parent_execution_id, self.parent_conversation_id = parent_execution_id, parent_conversation_id
         self.session_id, self.provisional, self.owner = session_id, provisional, owner
@@ -107,8 +128,10 @@ class IdentityScope:
         self.attributes = a
 
     def __repr__(self) -> str:
-        return (f"IdentityScope(conversation_id={self.conversation_id!r}, execution_id={self.execution_id!r}, "
-                f"delegation_id={self.delegation_id!r}, parent_execution_id={self.parent_execution_id!r})")
+        return (
+            f"IdentityScope(conversation_id={self.conversation_id!r}, execution_id={self.execution_id!r}, "
+            f"delegation_id={self.delegation_id!r}, parent_execution_id={self.parent_execution_id!r})"
+        )
 
     def learn(self, conversation_id: Any) -> bool:
         """Adopt an id the service assigned during the run (first turn), if the scope has none yet
@@ -149,7 +172,7 @@ _NEXT_EXECUTION_ID = otel_context.create_key("agent_identity.next_execution_id")
 _NEXT_DELEGATION_ID = otel_context.create_key("agent_identity.next_delegation_id")
 
 
-def _runtime_var() -> Optional[ContextVar]:
+def _runtime_var() -> ContextVar | None:
     """The contextvar that holds the current OpenTelemetry ``Context`` with the default runtime
     context (``contextvars_context``): read and set directly, one C call each; None with another
     ``OTEL_PYTHON_CONTEXT`` (the API's functions are used then)."""
@@ -193,13 +216,13 @@ def suppressed() -> bool:
     return bool(ctx.get(SUPPRESS_KEY) or ctx.get(SUPPRESS_KEY_PLAIN))
 
 
-def current_scope() -> Optional[IdentityScope]:
+def current_scope() -> IdentityScope | None:
     """The scope of the run the caller is in (from the current OpenTelemetry ``Context``), or None
     outside any instrumented run."""
     return current_context().get(SCOPE_KEY)
 
 
-def attach(scope: Optional[IdentityScope]) -> Token:
+def attach(scope: IdentityScope | None) -> Token:
     """Make ``scope`` current (in a new current ``Context``); pass the token to :func:`detach`."""
     return attach_context(with_value(current_context(), SCOPE_KEY, scope))
 
@@ -209,7 +232,7 @@ def detach(token: Token) -> None:
     detach_context(token)
 
 
-def new_execution_id(framework_run_id: Optional[str] = None) -> str:
+def new_execution_id(framework_run_id: str | None = None) -> str:
     """The execution id of a new run: ``framework_run_id``, else one supplied by :func:`execution`,
     else 128 random bits as 32 hex characters.
 
@@ -227,7 +250,7 @@ def new_execution_id(framework_run_id: Optional[str] = None) -> str:
     return f"{getrandbits(128):032x}"
 
 
-def new_delegation_id(transport_key: Optional[str] = None) -> str:
+def new_delegation_id(transport_key: str | None = None) -> str:
     """The delegation id of a new hop.
 
     Args:
@@ -266,7 +289,7 @@ def execution(execution_id: str) -> Iterator[None]:
 
 
 @contextmanager
-def delegation(key: Optional[str] = None, *, delegation_id: Optional[str] = None) -> Iterator[str]:
+def delegation(key: str | None = None, *, delegation_id: str | None = None) -> Iterator[str]:
     """Give every hop started inside one delegation id, and yield it.
 
     Args:

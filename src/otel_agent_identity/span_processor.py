@@ -12,7 +12,8 @@ bytecode deoptimised for every span: see docs/benchmarks.md).
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Mapping, Optional
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from opentelemetry.attributes import BoundedAttributes
 from opentelemetry.context import Context
@@ -26,8 +27,15 @@ _logger = logging.getLogger(__name__)
 Finisher = Callable[[Span], None]
 #: our ids: never written over the application's own value; evicted by ``max_span_attributes``
 #: when they were ours, they are put back as the span ends, in place of others
-PROTECTED = frozenset({attrs.GEN_AI_CONVERSATION_ID, attrs.EXECUTION_ID, attrs.DELEGATION_ID,
-                       attrs.PARENT_EXECUTION_ID, attrs.PARENT_CONVERSATION_ID})
+PROTECTED = frozenset(
+    {
+        attrs.GEN_AI_CONVERSATION_ID,
+        attrs.EXECUTION_ID,
+        attrs.DELEGATION_ID,
+        attrs.PARENT_EXECUTION_ID,
+        attrs.PARENT_CONVERSATION_ID,
+    }
+)
 #: the record on a span's ``BoundedAttributes`` (an instance attribute; the class is untouched) of
 #: what we own there, for the span's end (:meth:`IdentitySpanProcessor._on_ending`): the run's
 #: scope (a stamp: ``scope.attributes``), or ``(our attributes, the run's scope or None)``; or a
@@ -51,14 +59,14 @@ def _written(store: BoundedAttributes, key: str) -> None:
                 values = dict(values)  # a copy, not a comprehension: no Python call per note
                 del values[key]
                 setattr(store, _REC, (values, scope))
-    except Exception:  # noqa: BLE001 - never break the application's write
+    except Exception:
         _logger.debug("otel-agent-identity: could not note a write", exc_info=True)
 
 
 _SDK_LOGGER = logging.getLogger("opentelemetry.attributes")  # the logger of the SDK's own write
 
 
-def _sdk_setitem_locked(self, key, value):  # noqa: ANN001 - opentelemetry-sdk 1.45's write, to compare with
+def _sdk_setitem_locked(self, key, value):
     if key in self._dict:
         del self._dict[key]
     if self.maxlen is not None and len(self._dict) >= self.maxlen:
@@ -70,7 +78,7 @@ def _sdk_setitem_locked(self, key, value):  # noqa: ANN001 - opentelemetry-sdk 1
     self._dict[key] = value
 
 
-def _setitem_noted(self, key, value):  # noqa: ANN001 - the SDK's write above, then our note: no call more
+def _setitem_noted(self, key, value):
     if key in self._dict:
         del self._dict[key]
     if self.maxlen is not None and len(self._dict) >= self.maxlen:
@@ -105,10 +113,12 @@ def install() -> None:
     if _same_code(original, _sdk_setitem_locked):
         hooked = _setitem_noted
     else:
-        def hooked(self, key, value, _write=original, _ours=PROTECTED, _note=_written):  # noqa: ANN001
+
+        def hooked(self, key, value, _write=original, _ours=PROTECTED, _note=_written):
             _write(self, key, value)
             if key in _ours:
                 _note(self, key)
+
     hooked._agent_identity_original = original
     BoundedAttributes._setitem_locked = hooked
 
@@ -165,7 +175,7 @@ def _put(store: BoundedAttributes, values: dict, displace: bool = False) -> None
                 excess -= 1
         if excess:
             store.dropped += excess
-            new = dict(list(new.items())[:len(new) - excess])
+            new = dict(list(new.items())[: len(new) - excess])
     if plain:
         store._dict = {**new, **plain}
     else:
@@ -182,7 +192,7 @@ def set_ids(span: Span, values: dict) -> None:
         _keep(store, values)  # after the write: the hook took it for someone else's
 
 
-def replace_ending(span: Span, key: str, value: Optional[str]) -> None:
+def replace_ending(span: Span, key: str, value: str | None) -> None:
     """On a span that is ending (a ``span_ending`` hook): set ``key`` to ``value`` (a checked id, cut
     to ``max_value_len`` as the SDK cuts str values; put back in place of another attribute when a
     count limit evicted the key), or remove it when ``value`` is None. In place: the span's store
@@ -281,7 +291,7 @@ class IdentitySpanProcessor(SpanProcessor):
         self.enabled = True
         self.stamp_spans = stamp_spans
 
-    def on_start(self, span: Span, parent_context: Optional[Context] = None) -> None:
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         ctx = current_context() if parent_context is None else parent_context
         scope = ctx.get(SCOPE_KEY)
         if scope is None or not self.enabled or ctx.get(SUPPRESS_KEY) or ctx.get(SUPPRESS_KEY_PLAIN):
@@ -292,7 +302,7 @@ class IdentitySpanProcessor(SpanProcessor):
             try:
                 claim(span)  # the run's agent span: its ids and what the run knows at its start
                 return
-            except Exception:  # noqa: BLE001 - never break span creation
+            except Exception:
                 _logger.debug("otel-agent-identity: could not enrich the agent span", exc_info=True)
         attributes = scope.attributes
         if not attributes or not self.stamp_spans:
@@ -301,8 +311,11 @@ class IdentitySpanProcessor(SpanProcessor):
             store = span._attributes
             if type(store) is BoundedAttributes and span._end_time is None:
                 plain, maxlen = store._dict, store.maxlen  # the common cases inline (every span in a run)
-                if not store.dropped and store.max_value_len is None and \
-                        (maxlen is None or len(plain) + len(attributes) <= maxlen):
+                if (
+                    not store.dropped
+                    and store.max_value_len is None
+                    and (maxlen is None or len(plain) + len(attributes) <= maxlen)
+                ):
                     if not plain:
                         plain.update(attributes)
                     elif plain.keys().isdisjoint(attributes):
@@ -315,7 +328,7 @@ class IdentitySpanProcessor(SpanProcessor):
                     return
                 _stamp(span, store, scope)
                 return
-        except Exception:  # noqa: BLE001 - never break span creation
+        except Exception:
             _logger.debug("otel-agent-identity: could not stamp a span", exc_info=True)
             return
         set_trusted(span, attributes, scope)
@@ -343,10 +356,13 @@ class IdentitySpanProcessor(SpanProcessor):
             store._agent_identity = None
             if store.dropped:
                 _restore(store, kept)
-            if scope is not None and scope.span_ending is not None and \
-                    store._dict.get(attrs.GEN_AI_CONVERSATION_ID) != scope.conversation_id:
+            if (
+                scope is not None
+                and scope.span_ending is not None
+                and store._dict.get(attrs.GEN_AI_CONVERSATION_ID) != scope.conversation_id
+            ):
                 scope.span_ending(span, scope)
-        except Exception:  # noqa: BLE001 - never break the span's end
+        except Exception:
             _logger.debug("otel-agent-identity: could not finish an ending span", exc_info=True)
 
     def watch(self, span: Span, finisher: Finisher) -> None:
@@ -358,12 +374,12 @@ class IdentitySpanProcessor(SpanProcessor):
         """
         original = span.end
 
-        def end(end_time: Optional[int] = None) -> None:
+        def end(end_time: int | None = None) -> None:
             if span.__dict__.get("end") is end:
                 del span.end  # once; the class's end (or an earlier watcher's) from now on
             try:
                 finisher(span)
-            except Exception:  # noqa: BLE001 - never break the span's end
+            except Exception:
                 _logger.debug("otel-agent-identity: finisher failed", exc_info=True)
             original(end_time)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import a2a_harness as h
 
 
-def ServerProcess(service: str, shape: str, stream: bool = False, **env: str) -> h.SpecialistProcess:  # noqa: N802
+def ServerProcess(service: str, shape: str, stream: bool = False, **env: str) -> h.SpecialistProcess:
     """A specialist process of ``shape`` (``examples/specialist.py``); a2a-sdk's own method spans
     stay on here: the SERVER span must still continue the caller's trace."""
     return h.SpecialistProcess(service, shape, stream=stream, OTEL_INSTRUMENTATION_A2A_SDK_ENABLED="true", **env)

@@ -26,7 +26,6 @@ def new_context():
 @pytest.fixture(scope="module")
 def streaming_specialist():
     """``A2AExecutor(agent, stream=True)``: a slow streaming response, one word every 0.3 s."""
-    server = ServerProcess("streaming-specialist", shape="a2a-executor", stream=True,
-                           OFFLINE_CHAT_STREAM_DELAY="0.3")
+    server = ServerProcess("streaming-specialist", shape="a2a-executor", stream=True, OFFLINE_CHAT_STREAM_DELAY="0.3")
     yield server
     server.stop()

@@ -10,9 +10,8 @@ from __future__ import annotations
 import os
 import time
 
-import pytest
-
 import a2a_harness as h
+import pytest
 
 COLLECTOR = os.environ.get("AGENT_IDENTITY_COLLECTOR")
 
@@ -63,8 +62,10 @@ def test_the_retry_continues_and_only_the_per_request_session_is_flagged(run):
     _, spans, samples = run
     assert [s.attributes["agent_identity.hop.result"] for s in _hops(spans, "session-local")].count("continued") == 3
     assert h.metric_sum(samples, "agent_identity_mismatches", callee_service="session-local") == 0
-    assert h.metric_sum(samples, "agent_identity_mismatches", callee_service="a2a-executor",
-                        reason="state_not_resumed") == 2
+    assert (
+        h.metric_sum(samples, "agent_identity_mismatches", callee_service="a2a-executor", reason="state_not_resumed")
+        == 2
+    )
 
 
 def test_retry_keeps_its_delegation_id_and_the_duplicate_is_counted_once(run):
@@ -82,7 +83,17 @@ def test_retry_keeps_its_delegation_id_and_the_duplicate_is_counted_once(run):
 
     assert len({delegation(by_id[s.parent_id]) for s in hops}) == 1  # one delegation, two executions
     assert [bool(s.attributes.get("agent_identity.delegation.duplicate")) for s in hops].count(True) == 1
-    assert not any(s.attributes.get("agent_identity.delegation.duplicate") for s in h.hop_spans(spans)
-                   if s.trace_id != retried[0]["trace_id"])
-    assert h.metric_sum(samples, "agent_identity_duplicate_executions",
-                        caller_service="orchestrator", callee_service="session-local") == 1
+    assert not any(
+        s.attributes.get("agent_identity.delegation.duplicate")
+        for s in h.hop_spans(spans)
+        if s.trace_id != retried[0]["trace_id"]
+    )
+    assert (
+        h.metric_sum(
+            samples,
+            "agent_identity_duplicate_executions",
+            caller_service="orchestrator",
+            callee_service="session-local",
+        )
+        == 1
+    )

@@ -17,9 +17,8 @@ from __future__ import annotations
 import os
 from concurrent.futures import ThreadPoolExecutor
 
-import pytest
-
 import a2a_harness as h
+import pytest
 from framework_specialists import CONTINUES
 
 COLLECTOR = os.environ.get("AGENT_IDENTITY_COLLECTOR")
@@ -40,8 +39,14 @@ def run(tmp_path_factory):
     plan = [(shape, shape, None) for shape in CONTINUES] + [(REPLICAS, "agno-session", db)] * 2
     with h.collector_run(COLLECTOR, work) as (collector, procs):
         with ThreadPoolExecutor(4) as pool:  # processes start in parallel: each imports its framework
-            started = list(pool.map(lambda p: h.start_specialist(p[0], collector.endpoint, shape=p[1], truth=truth,
-                                                                 db=p[2], AGNO_TELEMETRY="false"), plan))
+            started = list(
+                pool.map(
+                    lambda p: h.start_specialist(
+                        p[0], collector.endpoint, shape=p[1], truth=truth, db=p[2], AGNO_TELEMETRY="false"
+                    ),
+                    plan,
+                )
+            )
         procs.extend(proc for proc, _ in started)
         urls: dict[str, list[str]] = {}
         for (service, _shape, _db), (_proc, url) in zip(plan, started):
@@ -100,8 +105,11 @@ def test_a_forgetful_specialist_is_remembered_to_have_rebuilt_its_conversation(r
     """The serving side's memory: a contextId served under another agent conversation than last
     time is marked with the previous one, from the second turn of a context on."""
     records, spans, _ = run
-    marked = {(s.service, s.trace_id) for s in spans if "agent_identity.conversation.previous_id" in s.attributes
-              and s.name.startswith("invoke_agent")}
+    marked = {
+        (s.service, s.trace_id)
+        for s in spans
+        if "agent_identity.conversation.previous_id" in s.attributes and s.name.startswith("invoke_agent")
+    }
     for rec in records["a2a_agent"] + records["direct"]:
         service = rec["specialist"]
         rebuilds = service in ("langgraph-new-thread", "agno-new-session")  # a new agent conversation per request

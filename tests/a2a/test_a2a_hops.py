@@ -10,14 +10,13 @@ import pytest
 from a2a.client import ClientConfig, create_client
 from a2a.types import Message as A2AMessage
 from a2a.types import Part, Role, SendMessageRequest
-from agent_framework import Message
+from a2a_test_support import span_hex, trace_hex
 from agent_framework.a2a import A2AAgent
 from opentelemetry.trace import SpanKind
 
 import otel_agent_identity
+from agent_framework import Message
 from otel_agent_identity.scope import new_delegation_id
-
-from a2a_test_support import span_hex, trace_hex
 
 pytestmark = pytest.mark.e2e
 
@@ -95,8 +94,13 @@ async def test_callee_answering_in_another_context_is_seen_by_both_sides(instrum
         # the caller alone sees it: it asked for `assigned`, the reply came in another context
         assert a["agent_identity.conversation.requested_id"] == a["gen_ai.conversation.id"] == assigned
         assert a["agent_identity.conversation.changed"] is True
-        entry = new_context.wait_for(lambda s: trace_hex(s["context"]["trace_id"]) == trace_hex(span.context.trace_id)
-                                     and s["kind"] == "SpanKind.SERVER" and s["name"].startswith("Send"))[0]
+        entry = new_context.wait_for(
+            lambda s: (
+                trace_hex(s["context"]["trace_id"]) == trace_hex(span.context.trace_id)
+                and s["kind"] == "SpanKind.SERVER"
+                and s["name"].startswith("Send")
+            )
+        )[0]
         e = entry["attributes"]
         assert e["agent_identity.conversation.requested_id"] == assigned
         assert e["gen_ai.conversation.id"] not in (assigned, None)  # the context it answered in
@@ -105,8 +109,9 @@ async def test_callee_answering_in_another_context_is_seen_by_both_sides(instrum
 
 async def test_abandoned_streaming_response_ends_its_server_span(instrumentor, exporter, streaming_specialist):
     async with httpx.AsyncClient() as http:
-        client = await create_client(streaming_specialist.url,
-                                     client_config=ClientConfig(httpx_client=http, streaming=True))
+        client = await create_client(
+            streaming_specialist.url, client_config=ClientConfig(httpx_client=http, streaming=True)
+        )
         stream = client.send_message(_request("tell me a long story of many many words " * 5, uuid.uuid4().hex))
         async for _event in stream:
             break  # the client walks away after the first event
@@ -114,8 +119,13 @@ async def test_abandoned_streaming_response_ends_its_server_span(instrumentor, e
     (span,) = _client_spans(exporter)
     trace_id = trace_hex(span.context.trace_id)
     entry = streaming_specialist.wait_for(
-        lambda s: trace_hex(s["context"]["trace_id"]) == trace_id and s["kind"] == "SpanKind.SERVER"
-        and s["name"] == "SendStreamingMessage", timeout=8)  # the full stream would take 12 s
+        lambda s: (
+            trace_hex(s["context"]["trace_id"]) == trace_id
+            and s["kind"] == "SpanKind.SERVER"
+            and s["name"] == "SendStreamingMessage"
+        ),
+        timeout=8,
+    )  # the full stream would take 12 s
     assert entry, "the SERVER span of the abandoned stream never ended"
     assert entry[0]["status"]["status_code"] != "ERROR"
 
@@ -125,13 +135,15 @@ async def _direct_send(client, request: SendMessageRequest) -> list:
 
 
 def _request(text: str, message_id: str, context_id: str = "") -> SendMessageRequest:
-    return SendMessageRequest(message=A2AMessage(
-        role=Role.ROLE_USER, parts=[Part(text=text)], message_id=message_id, context_id=context_id))
+    return SendMessageRequest(
+        message=A2AMessage(role=Role.ROLE_USER, parts=[Part(text=text)], message_id=message_id, context_id=context_id)
+    )
 
 
 @pytest.mark.parametrize("streaming", [False, True])
 async def test_direct_client_send_gets_our_client_span_and_a_retry_keeps_its_delegation_id(
-        instrumentor, exporter, specialist, streaming):
+    instrumentor, exporter, specialist, streaming
+):
     async with httpx.AsyncClient() as http:
         client = await create_client(specialist.url, client_config=ClientConfig(httpx_client=http, streaming=streaming))
         first = _request("hello", uuid.uuid4().hex)

@@ -12,9 +12,8 @@ import re
 import time
 import urllib.request
 
-import pytest
-
 import a2a_harness as h
+import pytest
 from specialist import CONTINUES, SHAPES
 
 COLLECTOR = os.environ.get("AGENT_IDENTITY_COLLECTOR")
@@ -76,8 +75,11 @@ def test_verdict_equals_the_models_own_history_count(run, caller, shape):
         else:
             assert a["agent_identity.hop.mismatch"] is forgot, where
             assert a["agent_identity.hop.requested_id"] == rec["requested"], where
-            want = "continued" if not forgot else (
-                "context_changed" if shape == "plain-new-context" else "state_not_resumed")
+            want = (
+                "continued"
+                if not forgot
+                else ("context_changed" if shape == "plain-new-context" else "state_not_resumed")
+            )
             assert a["agent_identity.hop.result"] == want, where
 
 
@@ -110,10 +112,14 @@ def test_the_caller_alone_sees_a_callee_answering_elsewhere(run):
 def test_metrics_count_flagged_hops_by_reason(run):
     records, _, _, samples, _ = run
     per_caller = TURNS - 1  # turns 2 and 3 of each forgetting shape, for each of the two callers
-    assert h.metric_sum(samples, "agent_identity_mismatches", callee_service="a2a-executor",
-                        reason="state_not_resumed") == 2 * per_caller
-    assert h.metric_sum(samples, "agent_identity_mismatches", callee_service="plain-new-context",
-                        reason="context_changed") == 2 * per_caller
+    assert (
+        h.metric_sum(samples, "agent_identity_mismatches", callee_service="a2a-executor", reason="state_not_resumed")
+        == 2 * per_caller
+    )
+    assert (
+        h.metric_sum(samples, "agent_identity_mismatches", callee_service="plain-new-context", reason="context_changed")
+        == 2 * per_caller
+    )
     assert h.metric_sum(samples, "agent_identity_mismatches") == 4 * per_caller
     assert h.metric_sum(samples, "agent_identity_hops", result="first_turn") == 2 * len(SHAPES)
 
@@ -129,8 +135,9 @@ def test_every_span_that_enters_the_collector_leaves_it(run):
         time.sleep(0.5)
     accepted = _sum(text, "otelcol_receiver_accepted_spans")
     assert accepted > 0 and len(h.read_spans(collector.spans_file)) == accepted
-    assert _sum(text, "otelcol_processor_incoming_items", processor="agentidentity") == \
-        _sum(text, "otelcol_processor_outgoing_items", processor="agentidentity")
+    assert _sum(text, "otelcol_processor_incoming_items", processor="agentidentity") == _sum(
+        text, "otelcol_processor_outgoing_items", processor="agentidentity"
+    )
 
 
 def _sum(text: str, name: str, **labels: str) -> float:

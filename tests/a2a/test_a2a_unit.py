@@ -6,8 +6,20 @@ from __future__ import annotations
 import pytest
 from a2a.client import ClientCallContext, ClientConfig
 from a2a.client.base_client import BaseClient
-from a2a.types import AgentCapabilities, AgentCard, AgentInterface, Message, Part, Role, SendMessageRequest
-from a2a.types import SendMessageResponse, StreamResponse, Task, TaskState, TaskStatus
+from a2a.types import (
+    AgentCapabilities,
+    AgentCard,
+    AgentInterface,
+    Message,
+    Part,
+    Role,
+    SendMessageRequest,
+    SendMessageResponse,
+    StreamResponse,
+    Task,
+    TaskState,
+    TaskStatus,
+)
 from opentelemetry import baggage, context, trace
 from opentelemetry.trace import SpanKind
 
@@ -26,21 +38,28 @@ class StubTransport:
 
     async def send_message(self, request, *, context=None):
         self.contexts.append(context)
-        task = Task(id="task-1", context_id=request.message.context_id or "ctx-server",
-                    status=TaskStatus(state=TaskState.TASK_STATE_COMPLETED))
+        task = Task(
+            id="task-1",
+            context_id=request.message.context_id or "ctx-server",
+            status=TaskStatus(state=TaskState.TASK_STATE_COMPLETED),
+        )
         return SendMessageResponse(task=task)
 
 
 def _client(transport: StubTransport | None = None) -> tuple[BaseClient, StubTransport]:
     transport = transport or StubTransport()
-    card = AgentCard(name="stub", capabilities=AgentCapabilities(streaming=False),
-                     supported_interfaces=[AgentInterface(url="http://127.0.0.1:9/", protocol_version="1.0")])
+    card = AgentCard(
+        name="stub",
+        capabilities=AgentCapabilities(streaming=False),
+        supported_interfaces=[AgentInterface(url="http://127.0.0.1:9/", protocol_version="1.0")],
+    )
     return BaseClient(card, ClientConfig(streaming=False), transport, []), transport
 
 
 def _request(message_id: str = "m-1", context_id: str = "") -> SendMessageRequest:
-    return SendMessageRequest(message=Message(role=Role.ROLE_USER, parts=[Part(text="hi")], message_id=message_id,
-                                              context_id=context_id))
+    return SendMessageRequest(
+        message=Message(role=Role.ROLE_USER, parts=[Part(text="hi")], message_id=message_id, context_id=context_id)
+    )
 
 
 async def _send(client, request, **kw) -> list:
@@ -185,7 +204,10 @@ async def test_failed_remote_task_marks_client_and_server_spans_as_errors(instru
     async def on_send(params, ctx):
         return failed
 
-    assert await server_wrapper(trace.get_tracer("t"), False)(on_send, None, (_request(), _call_context(TRACEPARENT)), {}) is failed
+    assert (
+        await server_wrapper(trace.get_tracer("t"), False)(on_send, None, (_request(), _call_context(TRACEPARENT)), {})
+        is failed
+    )
     spans = exporter.get_finished_spans()
     assert {s.kind for s in spans} == {SpanKind.CLIENT, SpanKind.SERVER}
     for span in spans:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from agent_framework import Agent, tool
-
 from offline_chat import OfflineChatClient
+
+from agent_framework import Agent, tool
 
 CONV = "gen_ai.conversation.id"
 EXEC = "agent_identity.execution.id"

@@ -37,7 +37,7 @@ class ResponsesStandIn:
             def log_message(self, *args: Any) -> None:
                 pass
 
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers.get("content-length") or 0)) or b"{}")
                 if not self.path.endswith("/responses"):
                     return self._send(404, {"error": {"message": "not found"}})
@@ -71,7 +71,7 @@ class ResponsesStandIn:
         self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
         self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
-    def __enter__(self) -> "ResponsesStandIn":
+    def __enter__(self) -> ResponsesStandIn:
         self._thread.start()
         return self
 
@@ -108,13 +108,28 @@ class ResponsesStandIn:
                 if conversation:
                     self.conversations[conversation][:] = seen + output
             response = {
-                "id": rid, "object": "response", "created_at": int(time.time()), "status": "completed",
-                "model": body.get("model", "gpt-standin"), "output": output, "parallel_tool_calls": True,
-                "tool_choice": "auto", "tools": [], "error": None, "incomplete_details": None,
-                "instructions": None, "metadata": {}, "temperature": 1.0, "top_p": 1.0,
-                "usage": {"input_tokens": len(seen), "output_tokens": 3, "total_tokens": len(seen) + 3,
-                          "input_tokens_details": {"cached_tokens": 0},
-                          "output_tokens_details": {"reasoning_tokens": 0}},
+                "id": rid,
+                "object": "response",
+                "created_at": int(time.time()),
+                "status": "completed",
+                "model": body.get("model", "gpt-standin"),
+                "output": output,
+                "parallel_tool_calls": True,
+                "tool_choice": "auto",
+                "tools": [],
+                "error": None,
+                "incomplete_details": None,
+                "instructions": None,
+                "metadata": {},
+                "temperature": 1.0,
+                "top_p": 1.0,
+                "usage": {
+                    "input_tokens": len(seen),
+                    "output_tokens": 3,
+                    "total_tokens": len(seen) + 3,
+                    "input_tokens_details": {"cached_tokens": 0},
+                    "output_tokens_details": {"reasoning_tokens": 0},
+                },
             }
             if conversation:
                 response["conversation"] = {"id": conversation}
@@ -127,8 +142,14 @@ class ResponsesStandIn:
         text = _text(last)
         if body.get("tools") and "weather" in text.lower():
             n = next(self._ids)
-            return {"type": "function_call", "id": f"fc_{n}", "call_id": f"call_{n}", "name": "get_weather",
-                    "arguments": json.dumps({"city": "Paris"}), "status": "completed"}
+            return {
+                "type": "function_call",
+                "id": f"fc_{n}",
+                "call_id": f"call_{n}",
+                "name": "get_weather",
+                "arguments": json.dumps({"city": "Paris"}),
+                "status": "completed",
+            }
         return _message(f"echo: {text} [seen {len(seen)}]")
 
 
@@ -142,8 +163,13 @@ def _text(item: dict) -> str:
 
 
 def _message(text: str) -> dict:
-    return {"type": "message", "id": f"msg_{abs(hash(text)) % 10**8}", "role": "assistant", "status": "completed",
-            "content": [{"type": "output_text", "text": text, "annotations": []}]}
+    return {
+        "type": "message",
+        "id": f"msg_{abs(hash(text)) % 10**8}",
+        "role": "assistant",
+        "status": "completed",
+        "content": [{"type": "output_text", "text": text, "annotations": []}],
+    }
 
 
 def _events(response: dict):
@@ -153,14 +179,36 @@ def _events(response: dict):
     for index, item in enumerate(response["output"]):
         if item["type"] == "message":
             empty = dict(item, status="in_progress", content=[])
-            yield {"type": "response.output_item.added", "sequence_number": next(seq), "output_index": index, "item": empty}
+            yield {
+                "type": "response.output_item.added",
+                "sequence_number": next(seq),
+                "output_index": index,
+                "item": empty,
+            }
             for word in item["content"][0]["text"].split(" "):
-                yield {"type": "response.output_text.delta", "sequence_number": next(seq), "item_id": item["id"],
-                       "output_index": index, "content_index": 0, "delta": word + " ", "logprobs": []}
+                yield {
+                    "type": "response.output_text.delta",
+                    "sequence_number": next(seq),
+                    "item_id": item["id"],
+                    "output_index": index,
+                    "content_index": 0,
+                    "delta": word + " ",
+                    "logprobs": [],
+                }
         else:
-            yield {"type": "response.output_item.added", "sequence_number": next(seq), "output_index": index,
-                   "item": dict(item, arguments="", status="in_progress")}
-            yield {"type": "response.function_call_arguments.done", "sequence_number": next(seq),
-                   "item_id": item["id"], "output_index": index, "arguments": item["arguments"], "name": item["name"]}
+            yield {
+                "type": "response.output_item.added",
+                "sequence_number": next(seq),
+                "output_index": index,
+                "item": dict(item, arguments="", status="in_progress"),
+            }
+            yield {
+                "type": "response.function_call_arguments.done",
+                "sequence_number": next(seq),
+                "item_id": item["id"],
+                "output_index": index,
+                "arguments": item["arguments"],
+                "name": item["name"],
+            }
         yield {"type": "response.output_item.done", "sequence_number": next(seq), "output_index": index, "item": item}
     yield {"type": "response.completed", "sequence_number": next(seq), "response": response}

@@ -6,12 +6,11 @@ import logging
 import random
 
 import pytest
-from agent_framework import Agent, AgentSession
 from agent_framework.a2a import A2AAgent
-
 from helpers import CONV, agent_spans, make_agent
 
 import otel_agent_identity
+from agent_framework import Agent, AgentSession
 from otel_agent_identity import AgentIdentityInstrumentor, RunCall, register_extractor, registry
 
 

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from agent_framework import AgentSession
-
 from helpers import CONV, EXEC, agent_spans, by_execution, make_agent
 
 import otel_agent_identity
+from agent_framework import AgentSession
 
 
 async def test_service_managed_two_turns_same_id_on_every_span(instrumentor, exporter):
@@ -106,10 +105,13 @@ async def test_nested_run_gets_own_scope_and_restores_outer(instrumentor, export
 
 
 async def test_workflow_agent_gets_our_internal_span_and_nested_agent_its_own_scope(instrumentor, exporter):
-    from agent_framework import WorkflowBuilder
     from opentelemetry.trace import SpanKind
 
-    workflow_agent = WorkflowBuilder(start_executor=make_agent("service", name="writer")).build().as_agent(name="pipeline")
+    from agent_framework import WorkflowBuilder
+
+    workflow_agent = (
+        WorkflowBuilder(start_executor=make_agent("service", name="writer")).build().as_agent(name="pipeline")
+    )
     session = workflow_agent.create_session()
     await workflow_agent.run("hello", session=session)
     spans = exporter.get_finished_spans()

@@ -8,9 +8,9 @@ to the caller's by ``agent_identity.parent.conversation.id``.
 from __future__ import annotations
 
 import pytest
-from agent_framework import Content
-
 from helpers import CONV, EXEC, agent_spans, by_execution, make_agent
+
+from agent_framework import Content
 
 PARENT_CONV = "agent_identity.parent.conversation.id"
 PARENT_EXEC = "agent_identity.parent.execution.id"
@@ -24,7 +24,8 @@ def _coordinator(mode: str):
     def reply(messages, options):
         return [
             Content.from_function_call(c.call_id, c.name, arguments={"task": "look it up"})
-            if c.type == "function_call" and c.name == "researcher" else c
+            if c.type == "function_call" and c.name == "researcher"
+            else c
             for c in original(messages, options)
         ]
 

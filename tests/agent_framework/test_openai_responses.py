@@ -10,10 +10,10 @@ from __future__ import annotations
 import re
 
 import pytest
-from agent_framework import Agent, AgentSession
-
-from helpers import CONV, EXEC, agent_spans, by_execution, get_weather, make_agent
+from helpers import CONV, agent_spans, by_execution, get_weather, make_agent
 from responses_standin import ResponsesStandIn
+
+from agent_framework import Agent, AgentSession
 
 CHANGED = "agent_identity.conversation.changed"
 REQUESTED = "agent_identity.conversation.requested_id"
@@ -69,7 +69,9 @@ async def test_response_chain_is_one_conversation_the_sessions_own_id(instrument
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
-async def test_conversations_api_keeps_its_conv_id_and_flags_only_a_real_change(instrumentor, exporter, standin, stream):
+async def test_conversations_api_keeps_its_conv_id_and_flags_only_a_real_change(
+    instrumentor, exporter, standin, stream
+):
     standin.conversations["conv_support"] = []
     agent = _agent(standin)
     session = AgentSession(service_session_id="conv_support")

@@ -8,12 +8,11 @@ import logging
 import re
 
 import pytest
+from helpers import EXEC, agent_spans, make_agent
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 
 import otel_agent_identity
 from otel_agent_identity import scope as scope_module
-
-from helpers import EXEC, agent_spans, make_agent
 
 BAD = [
     pytest.param("x" * 1_000_000, id="1MB"),

@@ -4,7 +4,6 @@ an attribute count limit our ids are not the ones evicted."""
 from __future__ import annotations
 
 import pytest
-
 from helpers import CONV, EXEC, agent_spans, by_execution, make_agent
 
 
@@ -39,8 +38,9 @@ async def test_attribute_count_limit_keeps_our_ids(limited, exporter, max_attrib
 
 @pytest.mark.parametrize("max_attributes", [9, 10, 11, 12, 13])
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
-async def test_response_chain_under_a_count_limit_every_span_has_the_sessions_id(limited, exporter, max_attributes,
-                                                                               stream):
+async def test_response_chain_under_a_count_limit_every_span_has_the_sessions_id(
+    limited, exporter, max_attributes, stream
+):
     """The framework writes the previous response id on its chat span after our stamp; when the
     limit has evicted the span's ``gen_ai.operation.name`` too, the chat span is still recognised
     (by its name and the framework's tracer) and gets the run's id as it ends."""

@@ -8,10 +8,10 @@ import asyncio
 import socket
 
 import pytest
-from agent_framework import WorkflowBuilder
+from helpers import CONV, EXEC, agent_spans, by_execution, make_agent
 from opentelemetry.trace import SpanKind
 
-from helpers import CONV, EXEC, agent_spans, by_execution, make_agent
+from agent_framework import WorkflowBuilder
 
 PARENT_EXEC = "agent_identity.parent.execution.id"
 
@@ -89,8 +89,11 @@ async def specialist_url():
     port = sock.getsockname()[1]
     sock.close()
     url = f"http://127.0.0.1:{port}/"
-    server = uvicorn.Server(uvicorn.Config(build_app(url, "specialist", stream=True), host="127.0.0.1", port=port,
-                                           log_level="warning", lifespan="off"))
+    server = uvicorn.Server(
+        uvicorn.Config(
+            build_app(url, "specialist", stream=True), host="127.0.0.1", port=port, log_level="warning", lifespan="off"
+        )
+    )
     task = asyncio.create_task(server.serve())
     while not server.started:
         if task.done():

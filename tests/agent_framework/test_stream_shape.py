@@ -7,9 +7,9 @@ from __future__ import annotations
 import asyncio
 import gc
 
-from agent_framework import AgentResponse, AgentResponseUpdate, ResponseStream
+from helpers import CONV, agent_spans, by_execution, make_agent
 
-from helpers import CONV, EXEC, agent_spans, by_execution, make_agent
+from agent_framework import AgentResponse, AgentResponseUpdate, ResponseStream
 
 
 async def _first_turn(agent):

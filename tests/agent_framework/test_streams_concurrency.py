@@ -142,8 +142,14 @@ async def test_async_generator_closed_early_ends_our_span_now_without_error(inst
         for i in range(10):
             yield i
 
-    run = instrumentor._handler.start(framework="test", agent=object(), session=None, args=(), kwargs={},
-                                      span=SpanSpec("invoke_agent remote", SpanKind.CLIENT))
+    run = instrumentor._handler.start(
+        framework="test",
+        agent=object(),
+        session=None,
+        args=(),
+        kwargs={},
+        span=SpanSpec("invoke_agent remote", SpanKind.CLIENT),
+    )
     stream = run.call(events, (), {})
     assert await stream.__anext__() == 0
     await stream.aclose()  # what contextlib.aclosing does

@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from net_guard import NetGuard  # noqa: E402
+from net_guard import NetGuard
 
 GUARD = NetGuard()
 if os.environ.get("AGNO_APP_NET_GUARD") == "1":
@@ -28,7 +28,6 @@ if os.environ.get("AGNO_APP_NET_GUARD") == "1":
 from agno.db.in_memory import InMemoryDb  # noqa: E402
 from agno.team import Team  # noqa: E402
 from agno.workflow import Step, Workflow  # noqa: E402
-
 from agno_support import make_agent  # noqa: E402
 from offline_model import OfflineModel  # noqa: E402
 
@@ -48,14 +47,20 @@ def main() -> None:
         out = agent.run(question)
         record("agent", out, content=out.content)
     member = make_agent(name="forecaster", id="forecaster", db=None)
-    team = Team(name="desk", id="desk", members=[member], db=InMemoryDb(),
-                model=OfflineModel(prefix="lead", delegate_to="forecaster"))
+    team = Team(
+        name="desk",
+        id="desk",
+        members=[member],
+        db=InMemoryDb(),
+        model=OfflineModel(prefix="lead", delegate_to="forecaster"),
+    )
     out = team.run("delegate: weather in Rome")
     (member_out,) = out.member_responses
     record("team", out, member_run_id=member_out.run_id, member_parent_run_id=member_out.parent_run_id)
     first, second = make_agent(name="first", db=None), make_agent(name="second", db=None)
-    workflow = Workflow(name="pipeline", db=InMemoryDb(), steps=[Step(name="look", agent=first),
-                                                                  Step(name="answer", agent=second)])
+    workflow = Workflow(
+        name="pipeline", db=InMemoryDb(), steps=[Step(name="look", agent=first), Step(name="answer", agent=second)]
+    )
     out = workflow.run("weather in Oslo")
     record("workflow", out, step_run_ids=[first.model.calls[0].run_id, second.model.calls[0].run_id])
     asyncio.run(streamed(agent))

@@ -7,9 +7,8 @@ import threading
 from agno.agent import Agent
 from agno.db.in_memory import InMemoryDb
 from agno.run import RunContext
-from opentelemetry import trace
-
 from offline_model import OfflineModel
+from opentelemetry import trace
 
 CONV = "gen_ai.conversation.id"
 EXEC = "agent_identity.execution.id"
@@ -35,8 +34,11 @@ def make_agent(name: str = "helper", prefix: str = "offline", **kwargs) -> Agent
 
 
 def agent_spans(spans, name: str | None = None) -> list:
-    return [s for s in spans if s.name.startswith(("invoke_agent", "invoke_workflow"))
-            and (name is None or s.name.endswith(" " + name))]
+    return [
+        s
+        for s in spans
+        if s.name.startswith(("invoke_agent", "invoke_workflow")) and (name is None or s.name.endswith(" " + name))
+    ]
 
 
 def inside(spans, agent_span) -> list:

@@ -9,11 +9,11 @@ from pathlib import Path
 os.environ["AGNO_TELEMETRY"] = "false"  # Agno posts session_id/run_id to its vendor by default
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import pytest  # noqa: E402
+import pytest
 
 pytest.importorskip("agno")
 
-from net_guard import NetGuard  # noqa: E402
+from net_guard import NetGuard
 
 
 @pytest.fixture(autouse=True)

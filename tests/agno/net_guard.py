@@ -29,7 +29,11 @@ class NetGuard:
 
     def install(self, monkeypatch=None) -> None:
         """Patch with ``monkeypatch.setattr`` (pytest's, undone after the test), else for good."""
-        real_getaddrinfo, real_connect, real_connect_ex = socket.getaddrinfo, socket.socket.connect, socket.socket.connect_ex
+        real_getaddrinfo, real_connect, real_connect_ex = (
+            socket.getaddrinfo,
+            socket.socket.connect,
+            socket.socket.connect_ex,
+        )
         guard = self
 
         def getaddrinfo(host, *args, **kwargs):

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import os
 
-import pytest
-
 import a2a_harness as h
+import pytest
 from agno_support import CONV, EXEC, PARENT
 
 COLLECTOR = os.environ.get("AGENT_IDENTITY_COLLECTOR")
@@ -30,15 +29,17 @@ def _start_specialist(shape: str, endpoint: str, truth):
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     work = tmp_path_factory.mktemp("agno-a2a")
-    with h.app_hops(COLLECTOR, work, APP, "agno-app", "session", SHAPES, _start_specialist, TURNS,
-                    AGNO_TELEMETRY="false") as run:
+    with h.app_hops(
+        COLLECTOR, work, APP, "agno-app", "session", SHAPES, _start_specialist, TURNS, AGNO_TELEMETRY="false"
+    ) as run:
         yield run
 
 
 def test_agno_resumed_each_sessions_history(run):
     records, _, _ = run
     assert [(r["session"], r["turn"], r["seen"]) for r in records] == [
-        (f"conv-{s}", turn, 3 + 4 * (turn - 1)) for s in SHAPES for turn in range(1, TURNS + 1)]
+        (f"conv-{s}", turn, 3 + 4 * (turn - 1)) for s in SHAPES for turn in range(1, TURNS + 1)
+    ]
 
 
 def test_every_span_of_a_run_carries_its_session_and_run_id(run):

@@ -7,7 +7,6 @@ import asyncio
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-
 from agno_support import CONV, EXEC, TOOL_CALLS, agent_spans, inside, make_agent
 
 
@@ -44,8 +43,9 @@ async def test_150_concurrent_arun_streams_with_generated_sessions(instrumentor,
     agents = [make_agent(name=f"a{i}") for i in range(150)]
 
     async def one(agent):
-        events = [e async for e in agent.arun("weather in Bern", stream=True, stream_events=True,
-                                              yield_run_output=True)]
+        events = [
+            e async for e in agent.arun("weather in Bern", stream=True, stream_events=True, yield_run_output=True)
+        ]
         return events[-1]
 
     outputs = await asyncio.gather(*(one(a) for a in agents))
@@ -66,7 +66,8 @@ def test_30_threaded_runs_racing_for_a_generated_session(instrumentor, exporter)
     carries the session id its own run used (RunOutput.session_id)."""
     agent = make_agent(db=None)
     with ThreadPoolExecutor(30) as pool:
-        outputs = list(pool.map(lambda i: agent.run(f"weather in Town{i}", stream=i % 2 == 0,
-                                                    yield_run_output=True), range(30)))
+        outputs = list(
+            pool.map(lambda i: agent.run(f"weather in Town{i}", stream=i % 2 == 0, yield_run_output=True), range(30))
+        )
     outputs = [o if not hasattr(o, "__next__") else list(o)[-1] for o in outputs]
     _check_no_bleed(exporter.get_finished_spans(), outputs, [agent])

@@ -11,9 +11,8 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-
 import a2a_harness as h
+import pytest
 from agno_support import CONV, EXEC, PARENT
 
 COLLECTOR = os.environ.get("AGENT_IDENTITY_COLLECTOR")
@@ -30,8 +29,14 @@ def run(tmp_path_factory):
     collector = h.start_collector(COLLECTOR, tmp_path_factory.mktemp("agno-collector"), groupbytrace_wait="1s")
     try:
         env = h.otel_env("agno-app", collector.endpoint, AGNO_TELEMETRY="false", AGNO_APP_NET_GUARD="1")
-        proc = subprocess.run([str(h.LAUNCHER), sys.executable, str(APP)], env=env, capture_output=True, text=True,
-                              timeout=120, check=True)
+        proc = subprocess.run(
+            [str(h.LAUNCHER), sys.executable, str(APP)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        )
         lines = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
         records = [r for r in lines if "kind" in r]
         deadline, spans = time.monotonic() + 120, []

@@ -11,7 +11,6 @@ import logging
 import pytest
 from agno.agent import Agent
 from agno.run.agent import RunOutput
-
 from agno_support import CONV, EXEC, TOOL_CALLS, agent_spans, inside, make_agent
 
 
@@ -50,8 +49,10 @@ def test_two_turns_without_session_id_use_the_generated_session(instrumentor, ex
 
 def test_explicit_session_ids_keep_two_conversations_apart(instrumentor, exporter):
     agent = make_agent()
-    outputs = [agent.run(text, session_id=sid) for sid, text in
-               [("conv-a", "weather in Oslo"), ("conv-b", "hello"), ("conv-a", "thanks"), ("conv-b", "bye")]]
+    outputs = [
+        agent.run(text, session_id=sid)
+        for sid, text in [("conv-a", "weather in Oslo"), ("conv-b", "hello"), ("conv-a", "thanks"), ("conv-b", "bye")]
+    ]
     assert agent.session_id is None  # Agno does not write an explicit session_id back
     assert [c.history for c in agent.model.calls] == [0, 0, 0, 1, 1]  # each session sees only its own turns
     spans = exporter.get_finished_spans()
@@ -71,6 +72,7 @@ def test_caller_run_id_is_the_execution_id(instrumentor, exporter):
 
 def _consume(result):
     """Drive any return shape to its end; the final RunOutput (if any) and the events seen."""
+
     async def drain():
         if inspect.iscoroutine(result):
             return await result, []
@@ -87,11 +89,15 @@ def _consume(result):
 SHAPES = {
     "run": (lambda a: a.run("weather in Rome", session_id="conv-s"), RunOutput),
     "run-stream": (lambda a: a.run("weather in Rome", session_id="conv-s", stream=True), "generator"),
-    "run-stream-events": (lambda a: a.run("weather in Rome", session_id="conv-s", stream=True, stream_events=True,
-                                          yield_run_output=True), "generator"),
+    "run-stream-events": (
+        lambda a: a.run("weather in Rome", session_id="conv-s", stream=True, stream_events=True, yield_run_output=True),
+        "generator",
+    ),
     "arun": (lambda a: a.arun("weather in Rome", session_id="conv-s"), "coroutine"),
-    "arun-stream": (lambda a: a.arun("weather in Rome", session_id="conv-s", stream=True, stream_events=True),
-                    "asyncgen"),
+    "arun-stream": (
+        lambda a: a.arun("weather in Rome", session_id="conv-s", stream=True, stream_events=True),
+        "asyncgen",
+    ),
 }
 
 
@@ -273,7 +279,6 @@ async def test_team_background_run_span_covers_the_background_work(instrumentor,
     from agno.db.in_memory import InMemoryDb
     from agno.run.background import await_background_runs
     from agno.team import Team
-
     from offline_model import OfflineModel
 
     member = make_agent(name="weather", id="weather-agent", db=None)
@@ -323,7 +328,6 @@ def test_span_names_follow_each_agent_and_a_rename(instrumentor, exporter):
     the run's start (name, else the id Agno gives it on its first run, else its type: an unnamed
     Agent and an unnamed Team each their own), and a renamed agent gets its new name."""
     from agno.team import Team
-
     from offline_model import OfflineModel
 
     agent = make_agent(name=None, db=None, tools=[])

@@ -10,13 +10,13 @@ import pytest
 
 pytest.importorskip("langgraph")
 
-from agno_support import make_agent  # noqa: E402
-from langgraph.graph import END, START, StateGraph  # noqa: E402
-from opentelemetry.sdk.metrics import MeterProvider  # noqa: E402
-from opentelemetry.sdk.metrics.export import InMemoryMetricReader  # noqa: E402
-from typing_extensions import TypedDict  # noqa: E402
+from agno_support import make_agent
+from langgraph.graph import END, START, StateGraph
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from typing_extensions import TypedDict
 
-import otel_agent_identity  # noqa: E402
+import otel_agent_identity
 
 DIFFERS = "agent_identity.conversation.parent_differs"
 
@@ -43,8 +43,9 @@ def test_agno_agent_in_a_langgraph_node(tracer_provider, exporter, mapped):
         g.add_node("ask", node)
         g.add_edge(START, "ask")
         g.add_edge("ask", END)
-        result = g.compile(name="planner").invoke({"q": "weather in Paris?", "used": ""},
-                                                   config={"configurable": {"thread_id": "thread-9"}})
+        result = g.compile(name="planner").invoke(
+            {"q": "weather in Paris?", "used": ""}, config={"configurable": {"thread_id": "thread-9"}}
+        )
     finally:
         inst.uninstrument()
     spans = exporter.get_finished_spans()
@@ -55,7 +56,13 @@ def test_agno_agent_in_a_langgraph_node(tracer_provider, exporter, mapped):
     assert inner.attributes["agent_identity.parent.conversation.id"] == "thread-9"
     assert (inner.attributes.get(DIFFERS) is True) == truth_differs
     data = reader.get_metrics_data()
-    points = [p for rm in (data.resource_metrics if data else ()) for sm in rm.scope_metrics for m in sm.metrics
-              if m.name == "agent_identity.conversation.parent_differs" for p in m.data.data_points]
+    points = [
+        p
+        for rm in (data.resource_metrics if data else ())
+        for sm in rm.scope_metrics
+        for m in sm.metrics
+        if m.name == "agent_identity.conversation.parent_differs"
+        for p in m.data.data_points
+    ]
     assert sum(p.value for p in points) == int(truth_differs)
     assert all(p.attributes["framework"] == "agno" and p.attributes["agent"] == "helper" for p in points)

@@ -3,13 +3,11 @@ guard that says so does catch Agno's telemetry call when telemetry is on."""
 
 from __future__ import annotations
 
-import asyncio
 import time
 
 from agno.db.in_memory import InMemoryDb
 from agno.team import Team
 from agno.workflow import Step, Workflow
-
 from agno_support import agent_spans, make_agent
 from offline_model import OfflineModel
 
@@ -21,10 +19,12 @@ async def test_runs_of_every_kind_make_no_network_call(instrumentor, exporter, n
     await agent.arun("weather in Paris")
     [e async for e in agent.arun("weather in Paris", stream=True)]
     member = make_agent(name="weather", id="weather-agent", db=None)
-    Team(name="desk", members=[member], model=OfflineModel(delegate_to="weather-agent"),
-         db=InMemoryDb()).run("delegate: weather in Rome")
-    Workflow(name="flow", steps=[Step(name="one", agent=make_agent(name="step", db=None))],
-             db=InMemoryDb()).run("hello")
+    Team(name="desk", members=[member], model=OfflineModel(delegate_to="weather-agent"), db=InMemoryDb()).run(
+        "delegate: weather in Rome"
+    )
+    Workflow(name="flow", steps=[Step(name="one", agent=make_agent(name="step", db=None))], db=InMemoryDb()).run(
+        "hello"
+    )
     assert len(agent_spans(exporter.get_finished_spans())) == 8
     assert no_network.attempts == []
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 
 from agno.db.sqlite import SqliteDb
-
 from agno_support import agent_spans, make_agent
 
 RESUMED = "agent_identity.conversation.resumed"

@@ -9,7 +9,6 @@ import pytest
 from agno.db.in_memory import InMemoryDb
 from agno.team import Team
 from agno.workflow import Step, Workflow
-
 from agno_support import CONV, EXEC, PARENT, TOOL_CALLS, agent_spans, inside, make_agent
 from offline_model import OfflineModel
 
@@ -21,8 +20,13 @@ def _clear_tool_calls():
 
 def _team():
     member = make_agent(name="weather", id="weather-agent", db=None)
-    return Team(name="desk", id="desk", members=[member], db=InMemoryDb(),
-                model=OfflineModel(prefix="lead", delegate_to="weather-agent")), member
+    return Team(
+        name="desk",
+        id="desk",
+        members=[member],
+        db=InMemoryDb(),
+        model=OfflineModel(prefix="lead", delegate_to="weather-agent"),
+    ), member
 
 
 def _check_team(spans, out, member):
@@ -65,8 +69,9 @@ def test_team_stream_delegates_to_a_member(instrumentor, exporter):
 @pytest.mark.parametrize("mode", ["run", "arun"])
 async def test_workflow_with_two_steps(instrumentor, exporter, mode):
     first, second = make_agent(name="first", prefix="one", db=None), make_agent(name="second", prefix="two", db=None)
-    workflow = Workflow(name="pipeline", db=InMemoryDb(),
-                        steps=[Step(name="look", agent=first), Step(name="answer", agent=second)])
+    workflow = Workflow(
+        name="pipeline", db=InMemoryDb(), steps=[Step(name="look", agent=first), Step(name="answer", agent=second)]
+    )
     out = workflow.run("weather in Rome") if mode == "run" else await workflow.arun("weather in Rome")
     assert out.content == "two: one: sunny in Rome (history=0)"
     spans = exporter.get_finished_spans()
@@ -79,7 +84,10 @@ async def test_workflow_with_two_steps(instrumentor, exporter, mode):
         assert {c.session_id for c in agent.model.calls} == {out.session_id}  # Agno's shared session
         (step,) = agent_spans(spans, agent.name)
         assert (step.attributes[EXEC], step.attributes[CONV], step.attributes[PARENT]) == (
-            truth, out.session_id, out.run_id)
+            truth,
+            out.session_id,
+            out.run_id,
+        )
         assert step in inside(spans, wf)
     assert workflow.session_id == out.session_id  # generated and written back: turn 1 carries it
 

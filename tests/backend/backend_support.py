@@ -12,9 +12,9 @@ COLLECTOR = os.environ.get("AGENT_IDENTITY_COLLECTOR", "")
 SESSIONS_OVERLAY = h.ROOT / "collector-config" / "backends" / "sessions.yaml"
 # three of the demo's specialist shapes (examples/specialist.py), each its own service of that name:
 # one that continues, and two that forget in different ways
-CONTINUES = "session-local"          # one AgentSession per contextId: continues (the retried turn goes here)
-CHANGED = "plain-new-context"        # answers every request in a new contextId
-NOT_RESUMED = "a2a-executor"         # Agent Framework's A2AExecutor: keeps the contextId, loses the state
+CONTINUES = "session-local"  # one AgentSession per contextId: continues (the retried turn goes here)
+CHANGED = "plain-new-context"  # answers every request in a new contextId
+NOT_RESUMED = "a2a-executor"  # Agent Framework's A2AExecutor: keeps the contextId, loses the state
 SPECIALISTS = (CONTINUES, CHANGED, NOT_RESUMED)
 FORGETFUL = (CHANGED, NOT_RESUMED)
 FLAGGED = ("context_changed", "state_not_resumed")
@@ -29,10 +29,10 @@ def collector_missing() -> str:
 @dataclass
 class Stack:
     zipkin: zb.Zipkin
-    records: list[dict]             # the orchestrator's delegation records (a2a_harness.run_orchestrator)
-    truth: dict[str, list[int]]     # trace id -> messages the specialist's model saw (a2a_harness.read_truth)
-    conversations: dict[str, str]   # orchestrator conversation id -> specialist name
-    spans: list[h.Span]             # what the collector's file exporter wrote
+    records: list[dict]  # the orchestrator's delegation records (a2a_harness.run_orchestrator)
+    truth: dict[str, list[int]]  # trace id -> messages the specialist's model saw (a2a_harness.read_truth)
+    conversations: dict[str, str]  # orchestrator conversation id -> specialist name
+    spans: list[h.Span]  # what the collector's file exporter wrote
 
     def traces_of(self, specialist: str) -> set[str]:
         return {r["trace_id"] for r in self.records if r["conversation"] == specialist}
@@ -46,10 +46,11 @@ class Stack:
         counts = self.truth.get(record["trace_id"], [])
         sends = [r for r in self.records if r["trace_id"] == record["trace_id"]]
         if len(counts) == len(sends) > 1:
-            counts = counts[record["attempt"] - 1:record["attempt"]]
+            counts = counts[record["attempt"] - 1 : record["attempt"]]
         return h.expected_result(record, counts)
 
     def flagged_traces(self, reason: str | None = None) -> set[str]:
         """Traces with a send the ground truth says forgot (for ``reason``, or for either reason)."""
-        return {r["trace_id"] for r in self.records
-                if self.expected(r) in FLAGGED and reason in (None, self.expected(r))}
+        return {
+            r["trace_id"] for r in self.records if self.expected(r) in FLAGGED and reason in (None, self.expected(r))
+        }

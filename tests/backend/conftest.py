@@ -11,9 +11,8 @@ from __future__ import annotations
 import os
 import shutil
 
-import pytest
-
 import a2a_harness as h
+import pytest
 import zipkin_backend as zb
 from backend_support import COLLECTOR, SESSIONS_OVERLAY, SPECIALISTS, Stack, collector_missing
 
@@ -64,8 +63,17 @@ def chromium(tmp_path):
     import subprocess
 
     def run(url: str, *flags: str) -> subprocess.CompletedProcess:
-        cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-               f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=15000", *flags, url]
+        cmd = [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            "--virtual-time-budget=15000",
+            *flags,
+            url,
+        ]
         return subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=True)
 
     return run

@@ -7,10 +7,9 @@ from __future__ import annotations
 import re
 import subprocess
 
+import a2a_harness as h
 import pytest
 import yaml
-
-import a2a_harness as h
 from backend_support import COLLECTOR
 
 pytestmark = [pytest.mark.collector]
@@ -31,8 +30,12 @@ def test_there_are_overlays():
 
 @pytest.mark.parametrize("overlay", OVERLAYS, ids=lambda p: p.name)
 def test_overlay_validates_over_single_node(overlay):
-    out = subprocess.run([COLLECTOR, "validate", "--config", str(h.COLLECTOR_CONFIG), "--config", str(overlay)],
-                         capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [COLLECTOR, "validate", "--config", str(h.COLLECTOR_CONFIG), "--config", str(overlay)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 0, out.stderr
 
 
@@ -56,8 +59,9 @@ def _content(text: str) -> list[str]:
 def test_the_docs_show_the_overlays_as_they_are():
     blocks = re.findall(r"```yaml\n(.*?)```", (h.ROOT / "docs" / "backends.md").read_text(), re.S)
     files = {p.name: _content(p.read_text()) for p in OVERLAYS}
-    assert blocks and all(_content(b) in files.values() for b in blocks), \
+    assert blocks and all(_content(b) in files.values() for b in blocks), (
         "docs/backends.md and collector-config/backends/ differ"
+    )
 
 
 def test_the_readme_builder_snippet_uses_the_modules_this_distribution_is_built_from():

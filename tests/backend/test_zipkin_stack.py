@@ -19,7 +19,6 @@ import sys
 from collections import Counter
 
 import pytest
-
 from backend_support import CHANGED, CONTINUES, FLAGGED, FORGETFUL, NOT_RESUMED, SPECIALISTS
 
 pytestmark = [pytest.mark.e2e, pytest.mark.collector]
@@ -52,8 +51,12 @@ def test_zipkin_search_returns_exactly_the_conversations_traces(stack, specialis
 
 
 def _report(stack, *flags: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "otel_agent_identity.report", "--zipkin", stack.zipkin.url,
-                           "--since", "1h", *flags], capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "otel_agent_identity.report", "--zipkin", stack.zipkin.url, "--since", "1h", *flags],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def test_report_json_matches_the_ground_truth(stack):
@@ -68,8 +71,10 @@ def test_report_json_matches_the_ground_truth(stack):
         # one judged hop per send, retries included: the verdict, the contextId asked to continue
         # (none on a first turn) and the one the reply came in, as the orchestrator saw them
         got = Counter((h["trace_id"], h["result"], h["flagged"], h["asked"], h["used"]) for h in c["hops"])
-        want = Counter((r["trace_id"], stack.expected(r), stack.expected(r) in FLAGGED, r["requested"],
-                        r["answered"]) for r in records)
+        want = Counter(
+            (r["trace_id"], stack.expected(r), stack.expected(r) in FLAGGED, r["requested"], r["answered"])
+            for r in records
+        )
         assert got == want, specialist
         assert c["flagged"] == sum(stack.expected(r) in FLAGGED for r in records)
         for hop in c["hops"]:
@@ -108,8 +113,12 @@ def test_sessions_overlay_copies_the_conversation_id_into_session_id(stack):
 def _browse(stack, chromium, tmp_path, link: str, shot: str) -> set[str]:
     dom = chromium(link, "--dump-dom").stdout
     png = tmp_path / shot
-    chromium(link, f"--screenshot={png}", "--window-size=1400,{}".format(900 if "trace" in shot else 420),
-             "--hide-scrollbars")
+    chromium(
+        link,
+        f"--screenshot={png}",
+        "--window-size=1400,{}".format(900 if "trace" in shot else 420),
+        "--hide-scrollbars",
+    )
     assert png.stat().st_size > 20_000  # a rendered page, not a blank one
     keep = os.environ.get("AGENT_IDENTITY_SCREENSHOTS")
     if keep and shot.startswith("zipkin-"):
@@ -127,8 +136,12 @@ def test_conversation_link_shows_exactly_its_traces_in_a_browser(stack, chromium
 @pytest.mark.parametrize("reason", [None, *FLAGGED])
 def test_flagged_link_shows_exactly_the_forgetful_sends_in_a_browser(stack, chromium, tmp_path, reason):
     want = stack.flagged_traces(reason)
-    assert want == {r["trace_id"] for r in stack.records if r["turn"] > 1
-                    and r["conversation"] in ([s for s in FORGETFUL if REASON[s] == reason] if reason else FORGETFUL)}
+    assert want == {
+        r["trace_id"]
+        for r in stack.records
+        if r["turn"] > 1
+        and r["conversation"] in ([s for s in FORGETFUL if REASON[s] == reason] if reason else FORGETFUL)
+    }
     shot = "zipkin-flagged-hops.png" if reason is None else f"flagged-{reason}.png"
     assert _browse(stack, chromium, tmp_path, stack.zipkin.flagged_link(reason=reason), shot) == want
 

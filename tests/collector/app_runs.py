@@ -20,11 +20,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 
-from agent_framework import Agent, tool  # noqa: E402
-from opentelemetry import trace  # noqa: E402
-from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter  # noqa: E402
+from offline_chat import OfflineChatClient
+from opentelemetry import trace
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-from offline_chat import OfflineChatClient  # noqa: E402
+from agent_framework import Agent, tool
 
 
 @tool
@@ -91,7 +91,7 @@ async def main() -> None:
             reply = await agent.run("what's the weather in Paris?", session=agent.create_session())
             assert reply.text, "empty reply"
             done += 1
-        except Exception as exc:  # noqa: BLE001 - counted and reported, the point of the test
+        except Exception as exc:
             errors.append(repr(exc))
         slowest = max(slowest, time.monotonic() - began)
 
@@ -105,13 +105,24 @@ async def main() -> None:
     shutdown_began = time.monotonic()
     if hasattr(provider, "shutdown"):
         provider.shutdown()
-    print(json.dumps({
-        "runs": done, "errors": errors[:5], "error_count": len(errors), "slowest_run_s": slowest,
-        "runs_seconds": runs_seconds, "rss_early_mib": rss_early, "rss_end_mib": rss_end,
-        "spans_ended": CountingProcessor.ended, "shutdown_s": time.monotonic() - shutdown_began,
-        "provider": type(provider).__name__, "exports_on_app_thread": EXPORTS["app_thread"],
-        "exports_on_other_threads": EXPORTS["other_threads"],
-    }))
+    print(
+        json.dumps(
+            {
+                "runs": done,
+                "errors": errors[:5],
+                "error_count": len(errors),
+                "slowest_run_s": slowest,
+                "runs_seconds": runs_seconds,
+                "rss_early_mib": rss_early,
+                "rss_end_mib": rss_end,
+                "spans_ended": CountingProcessor.ended,
+                "shutdown_s": time.monotonic() - shutdown_began,
+                "provider": type(provider).__name__,
+                "exports_on_app_thread": EXPORTS["app_thread"],
+                "exports_on_other_threads": EXPORTS["other_threads"],
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -13,9 +13,10 @@ import sys
 import time
 import urllib.parse
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any
 
 from a2a_harness import Span, free_port, read_spans  # noqa: F401 - shared with the demo
 
@@ -37,7 +38,7 @@ def wait_for(check: Callable[[], Any], timeout: float = 30.0, what: str = "condi
         time.sleep(0.2)
 
 
-def http_get(url: str) -> Optional[str]:
+def http_get(url: str) -> str | None:
     try:
         with urllib.request.urlopen(url, timeout=2) as resp:
             return resp.read().decode()
@@ -89,14 +90,22 @@ class Collector(Process):
         return http_get(f"http://127.0.0.1:{self.metrics_port}/metrics") or ""
 
 
-def start_collector(config: str, workdir: Path, name: str = "collector", ports: Optional[dict] = None,
-                    extra_configs: tuple[str, ...] = (), **env: str) -> Collector:
+def start_collector(
+    config: str,
+    workdir: Path,
+    name: str = "collector",
+    ports: dict | None = None,
+    extra_configs: tuple[str, ...] = (),
+    **env: str,
+) -> Collector:
     """Start the collector with ``collector-config/<config>`` (then each of ``extra_configs``, merged
     over it) on free loopback ports, or on ``ports`` (a restart: ``restart_collector``);
     ``env`` overrides its environment (e.g. ``GROUPBYTRACE_WAIT``, default 1s)."""
     workdir.mkdir(parents=True, exist_ok=True)
-    ports = dict(ports or {"otlp_http": free_port(), "otlp_grpc": free_port(), "metrics_port": free_port(),
-                           "health_port": free_port()})
+    ports = dict(
+        ports
+        or {"otlp_http": free_port(), "otlp_grpc": free_port(), "metrics_port": free_port(), "health_port": free_port()}
+    )
     ports.setdefault("judge_grpc", free_port())
     spans_file, log = workdir / f"{name}-spans.jsonl", workdir / f"{name}.log"
     full_env = dict(
@@ -118,12 +127,19 @@ def start_collector(config: str, workdir: Path, name: str = "collector", ports: 
         args += ["--config", str(CONFIGS / path)]
     with open(log, "ab") as out:  # appended across restarts
         proc = subprocess.Popen(args, env=full_env, stdout=out, stderr=subprocess.STDOUT)
-    col = Collector(proc, log, spans_file=spans_file, **ports,
-                    start_args=dict(config=config, workdir=workdir, name=name, extra_configs=extra_configs, **env))
+    col = Collector(
+        proc,
+        log,
+        spans_file=spans_file,
+        **ports,
+        start_args=dict(config=config, workdir=workdir, name=name, extra_configs=extra_configs, **env),
+    )
     try:
+
         def ready() -> bool:
             col.check_alive()
             return bool(col.metrics())
+
         wait_for(ready, 30, f"{name} telemetry endpoint")
     except Exception:
         col.stop()
@@ -169,22 +185,34 @@ def start_prometheus(workdir: Path, targets: list[str]) -> Prometheus:
     """A private Prometheus (own config, data dir and free port) scraping ``targets`` every second."""
     workdir.mkdir(parents=True, exist_ok=True)
     config = workdir / "prometheus.yml"
-    config.write_text(json.dumps({  # JSON is YAML
-        "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
-        "rule_files": [str(CONFIGS / "alerts" / "agent-identity.rules.yaml")],
-        "scrape_configs": [{"job_name": "otelcol", "static_configs": [{"targets": targets}]}],
-    }))
+    config.write_text(
+        json.dumps(
+            {  # JSON is YAML
+                "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+                "rule_files": [str(CONFIGS / "alerts" / "agent-identity.rules.yaml")],
+                "scrape_configs": [{"job_name": "otelcol", "static_configs": [{"targets": targets}]}],
+            }
+        )
+    )
     port, log = free_port(), workdir / "prometheus.log"
     with open(log, "wb") as out:
         proc = subprocess.Popen(
-            ["prometheus", f"--config.file={config}", f"--storage.tsdb.path={workdir / 'data'}",
-             f"--web.listen-address=127.0.0.1:{port}"],
-            stdout=out, stderr=subprocess.STDOUT)
+            [
+                "prometheus",
+                f"--config.file={config}",
+                f"--storage.tsdb.path={workdir / 'data'}",
+                f"--web.listen-address=127.0.0.1:{port}",
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
     prom = Prometheus(proc, log, port=port)
     try:
+
         def ready() -> bool:
             prom.check_alive()
             return http_get(f"http://127.0.0.1:{port}/-/ready") is not None
+
         wait_for(ready, 30, "prometheus ready")
     except Exception:
         prom.stop()

@@ -22,7 +22,7 @@ import json
 import threading
 import time
 import uuid
-from typing import Sequence
+from collections.abc import Sequence
 
 from opentelemetry import trace
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -61,29 +61,45 @@ class AckingExporter(SpanExporter):
 def _provider(service: str, endpoint: str, acked: list, lock: threading.Lock) -> tuple[TracerProvider, AckingExporter]:
     exporter = AckingExporter(OTLPSpanExporter(endpoint=f"{endpoint}/v1/traces"), acked, lock)
     provider = TracerProvider(resource=Resource.create({"service.name": service}))
-    provider.add_span_processor(BatchSpanProcessor(exporter, max_queue_size=100_000, schedule_delay_millis=200,
-                                                   max_export_batch_size=256))
+    provider.add_span_processor(
+        BatchSpanProcessor(exporter, max_queue_size=100_000, schedule_delay_millis=200, max_export_batch_size=256)
+    )
     return provider, exporter
 
 
-def one_trace(orch: trace.Tracer, spec: trace.Tracer, conv: str, created: list, ids: list,
-              payload: str = "") -> None:
+def one_trace(orch: trace.Tracer, spec: trace.Tracer, conv: str, created: list, ids: list, payload: str = "") -> None:
     execution, callee_execution, delegation = uuid.uuid4().hex, uuid.uuid4().hex, uuid.uuid4().hex
     ids.extend((conv, execution, callee_execution, delegation))
-    with orch.start_as_current_span("invoke_agent orchestrator", attributes={
-            OP: "invoke_agent", AGENT: "orchestrator", CONV: conv, EXECUTION: execution}) as root:
-        with orch.start_as_current_span("invoke_agent specialist", kind=trace.SpanKind.CLIENT, attributes={
-                OP: "invoke_agent", AGENT: "specialist", CONV: conv, REQUESTED: conv, EXECUTION: execution,
-                DELEGATION: delegation}) as client:
+    with orch.start_as_current_span(
+        "invoke_agent orchestrator",
+        attributes={OP: "invoke_agent", AGENT: "orchestrator", CONV: conv, EXECUTION: execution},
+    ) as root:
+        with orch.start_as_current_span(
+            "invoke_agent specialist",
+            kind=trace.SpanKind.CLIENT,
+            attributes={
+                OP: "invoke_agent",
+                AGENT: "specialist",
+                CONV: conv,
+                REQUESTED: conv,
+                EXECUTION: execution,
+                DELEGATION: delegation,
+            },
+        ) as client:
             with spec.start_as_current_span("POST /", kind=trace.SpanKind.SERVER) as server:
-                with spec.start_as_current_span("invoke_agent specialist", attributes={
-                        OP: "invoke_agent", AGENT: "specialist", CONV: conv, EXECUTION: callee_execution}) as agent:
+                with spec.start_as_current_span(
+                    "invoke_agent specialist",
+                    attributes={OP: "invoke_agent", AGENT: "specialist", CONV: conv, EXECUTION: callee_execution},
+                ) as agent:
                     chat_attrs = {OP: "chat", "gen_ai.input.messages": payload} if payload else {OP: "chat"}
-                    with spec.start_as_current_span("chat model", kind=trace.SpanKind.CLIENT,
-                                                    attributes=chat_attrs) as chat:
+                    with spec.start_as_current_span(
+                        "chat model", kind=trace.SpanKind.CLIENT, attributes=chat_attrs
+                    ) as chat:
                         pass
-    created.extend([f"{s.get_span_context().trace_id:032x}", f"{s.get_span_context().span_id:016x}"]
-                   for s in (root, client, server, agent, chat))
+    created.extend(
+        [f"{s.get_span_context().trace_id:032x}", f"{s.get_span_context().span_id:016x}"]
+        for s in (root, client, server, agent, chat)
+    )
 
 
 def main() -> None:
@@ -94,11 +110,18 @@ def main() -> None:
     parser.add_argument("--rates", default="", help="steps RATE:SECONDS,... (overrides --traces/--rate)")
     parser.add_argument("--run", default=uuid.uuid4().hex[:8], help="conversation id prefix")
     parser.add_argument("--out", required=True)
-    parser.add_argument("--payload-bytes", type=int, default=0,
-                        help="a gen_ai.input.messages attribute of this size on each chat span (prompt-sized spans)")
+    parser.add_argument(
+        "--payload-bytes",
+        type=int,
+        default=0,
+        help="a gen_ai.input.messages attribute of this size on each chat span (prompt-sized spans)",
+    )
     args = parser.parse_args()
-    steps = ([(float(r), float(d)) for r, d in (s.split(":") for s in args.rates.split(","))] if args.rates
-             else [(args.rate, args.traces / args.rate)])
+    steps = (
+        [(float(r), float(d)) for r, d in (s.split(":") for s in args.rates.split(","))]
+        if args.rates
+        else [(args.rate, args.traces / args.rate)]
+    )
 
     payload = "x" * args.payload_bytes
     acked: list = []
@@ -117,15 +140,30 @@ def main() -> None:
                 time.sleep(delay)
             one_trace(orch, spec, f"conv-{args.run}-{i}", created, ids, payload)
             i, n = i + 1, n + 1
-        sent_per_step.append({"rate": rate, "seconds": seconds, "traces": n,
-                              "achieved_rate": n / max(time.monotonic() - step_start, 1e-9)})
+        sent_per_step.append(
+            {
+                "rate": rate,
+                "seconds": seconds,
+                "traces": n,
+                "achieved_rate": n / max(time.monotonic() - step_start, 1e-9),
+            }
+        )
     sending = time.monotonic() - start
     orch_provider.shutdown()  # flushes: the exporter retries within its timeout
     spec_provider.shutdown()
     with open(args.out, "w") as out:
-        json.dump({"created": created, "acked": acked, "ids": ids, "failed": orch_exp.failed + spec_exp.failed,
-                   "steps": sent_per_step, "sending_seconds": sending,
-                   "total_seconds": time.monotonic() - start}, out)
+        json.dump(
+            {
+                "created": created,
+                "acked": acked,
+                "ids": ids,
+                "failed": orch_exp.failed + spec_exp.failed,
+                "steps": sent_per_step,
+                "sending_seconds": sending,
+                "total_seconds": time.monotonic() - start,
+            },
+            out,
+        )
 
 
 if __name__ == "__main__":

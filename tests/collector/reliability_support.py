@@ -16,7 +16,6 @@ import threading
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
 
 import collector_support as cs
 
@@ -36,11 +35,15 @@ def parse_metrics(text: str) -> dict[tuple, float]:
     return out
 
 
-def metric_sum(samples: dict[tuple, float], name: str, exclude: Optional[dict] = None, **labels: str) -> float:
+def metric_sum(samples: dict[tuple, float], name: str, exclude: dict | None = None, **labels: str) -> float:
     """The samples of ``name`` with all of ``labels`` and none of the ``exclude`` label values."""
-    return sum(v for (n, ls), v in samples.items()
-               if n == name and all((k, want) in ls for k, want in labels.items())
-               and not any(item in ls for item in (exclude or {}).items()))
+    return sum(
+        v
+        for (n, ls), v in samples.items()
+        if n == name
+        and all((k, want) in ls for k, want in labels.items())
+        and not any(item in ls for item in (exclude or {}).items())
+    )
 
 
 def read_spans_tolerant(path: Path) -> list[cs.Span]:
@@ -76,7 +79,7 @@ class Tier:
         self.incarnations.append(col)
         self.last.append({})
 
-    def total(self, name: str, exclude: Optional[dict] = None, **labels: str) -> float:
+    def total(self, name: str, exclude: dict | None = None, **labels: str) -> float:
         """The counter summed over incarnations (each at its last scrape): what increase() sees."""
         return sum(metric_sum(samples, name, exclude, **labels) for samples in self.last)
 
@@ -89,19 +92,33 @@ class Tier:
 class Deployment:
     """backend + tier 2 + tier 1, started in that order; ``stop`` ends every process it started."""
 
-    def __init__(self, workdir: Path, wait: str = "2s", tier1_env: Optional[dict] = None,
-                 tier2_env: Optional[dict] = None, start_backend: bool = True, start_tier2: bool = True,
-                 tier1_configs: tuple[str, ...] = (), tier2_configs: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        wait: str = "2s",
+        tier1_env: dict | None = None,
+        tier2_env: dict | None = None,
+        start_backend: bool = True,
+        start_tier2: bool = True,
+        tier1_configs: tuple[str, ...] = (),
+        tier2_configs: tuple[str, ...] = (),
+    ) -> None:
         self.workdir, self.wait = workdir, wait
         self.backend, self.tier2, self.tier1 = Tier(), Tier(), Tier()
         self.tier1_env, self.tier2_env = tier1_env or {}, tier2_env or {}
         self.tier1_configs, self.tier2_configs = tier1_configs, tier2_configs
         self._stop = threading.Event()
-        self._scraper: Optional[threading.Thread] = None
+        self._scraper: threading.Thread | None = None
         # Ports fixed up front so tier 1 can be started before its destinations exist.
-        self.ports = {role: {"otlp_http": cs.free_port(), "otlp_grpc": cs.free_port(),
-                             "metrics_port": cs.free_port(), "health_port": cs.free_port()}
-                      for role in ("backend", "tier2", "tier1")}
+        self.ports = {
+            role: {
+                "otlp_http": cs.free_port(),
+                "otlp_grpc": cs.free_port(),
+                "metrics_port": cs.free_port(),
+                "health_port": cs.free_port(),
+            }
+            for role in ("backend", "tier2", "tier1")
+        }
         if start_backend:
             self.start("backend")
         if start_tier2:
@@ -115,16 +132,27 @@ class Deployment:
         elif role == "backend":
             col = cs.start_collector("backend-file.yaml", self.workdir, name="backend", ports=self.ports[role])
         elif role == "tier2":
-            col = cs.start_collector("tier2-identity.yaml", self.workdir, name="tier2", ports=self.ports[role],
-                                     extra_configs=self.tier2_configs, GROUPBYTRACE_WAIT=self.wait,
-                                     DRAIN_DELAY=f"{_seconds(self.wait) + 1}s",
-                                     **self.tier2_env)
+            col = cs.start_collector(
+                "tier2-identity.yaml",
+                self.workdir,
+                name="tier2",
+                ports=self.ports[role],
+                extra_configs=self.tier2_configs,
+                GROUPBYTRACE_WAIT=self.wait,
+                DRAIN_DELAY=f"{_seconds(self.wait) + 1}s",
+                **self.tier2_env,
+            )
         else:
             col = cs.start_collector(
-                "tier1-loadbalancer.yaml", self.workdir, name="tier1", ports=self.ports[role],
+                "tier1-loadbalancer.yaml",
+                self.workdir,
+                name="tier1",
+                ports=self.ports[role],
                 extra_configs=self.tier1_configs,
                 TIER2_ENDPOINTS=f"[127.0.0.1:{self.ports['tier2']['otlp_grpc']}]",
-                TRACE_BACKEND_ENDPOINT=f"127.0.0.1:{self.ports['backend']['otlp_grpc']}", **self.tier1_env)
+                TRACE_BACKEND_ENDPOINT=f"127.0.0.1:{self.ports['backend']['otlp_grpc']}",
+                **self.tier1_env,
+            )
         tier.add(col)
         return col
 
@@ -134,6 +162,7 @@ class Deployment:
                 for tier in (self.tier1, self.tier2):
                     if tier.incarnations and tier.current.proc.poll() is None:
                         tier.scrape()
+
         self._scraper = threading.Thread(target=loop, daemon=True)
         self._scraper.start()
 
@@ -165,8 +194,16 @@ def _seconds(duration: str) -> float:
     return float(duration.rstrip("s"))
 
 
-def start_loadgen(endpoint: str, out: Path, *, traces: int = 0, rate: float = 20, rates: str = "",
-                  timeout: float = 30, payload_bytes: int = 0) -> subprocess.Popen:
+def start_loadgen(
+    endpoint: str,
+    out: Path,
+    *,
+    traces: int = 0,
+    rate: float = 20,
+    rates: str = "",
+    timeout: float = 30,
+    payload_bytes: int = 0,
+) -> subprocess.Popen:
     """loadgen.py in its own process; the SDK exporter retries for up to ``timeout`` seconds per batch."""
     args = [sys.executable, str(LOADGEN), "--endpoint", endpoint, "--out", str(out), "--rate", str(rate)]
     args += ["--rates", rates] if rates else ["--traces", str(traces)]
@@ -188,13 +225,12 @@ def agent_requests(traces: int, per_request: int = 50) -> tuple[list[bytes], int
     requests, one per service per ``per_request`` traces, as each service's SDK exporter would send
     them; returns the requests and the span count. Encoded once, so replaying them costs the
     sender almost nothing and the collector is the bottleneck."""
+    import loadgen
     from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-
-    import loadgen
 
     exporters, tracers = {}, {}
     for svc in ("orchestrator", "specialist"):
@@ -249,8 +285,9 @@ def span_keys(spans: list[cs.Span]) -> Counter:
 
 def verdicts(spans: list[cs.Span]) -> Counter:
     """agent_identity.hop.result values marked on spans."""
-    return Counter(s.attributes["agent_identity.hop.result"] for s in spans
-                   if "agent_identity.hop.result" in s.attributes)
+    return Counter(
+        s.attributes["agent_identity.hop.result"] for s in spans if "agent_identity.hop.result" in s.attributes
+    )
 
 
 def by_trace(keys) -> dict[str, set[str]]:

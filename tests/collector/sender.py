@@ -58,18 +58,29 @@ def caller(args: argparse.Namespace) -> None:
         kind=trace.SpanKind.INTERNAL,
         attributes={OP: "invoke_agent", AGENT: args.service, CONV: args.conversation, EXECUTION: execution},
     ) as root:
-        attrs = {OP: "invoke_agent", AGENT: args.callee_service, EXECUTION: execution,
-                 DELEGATION: uuid.uuid4().hex}
+        attrs = {OP: "invoke_agent", AGENT: args.callee_service, EXECUTION: execution, DELEGATION: uuid.uuid4().hex}
         if args.context_id:
             attrs[CONV] = attrs[REQUESTED] = args.context_id
-        with tracer.start_as_current_span(f"invoke_agent {args.callee_service}",
-                                          kind=trace.SpanKind.CLIENT, attributes=attrs):
+        with tracer.start_as_current_span(
+            f"invoke_agent {args.callee_service}", kind=trace.SpanKind.CLIENT, attributes=attrs
+        ):
             carrier: dict[str, str] = {}
             inject(carrier)
             # --lose-traceparent: the callee gets no trace context and starts a new trace
             env = dict(os.environ, TRACEPARENT="" if args.lose_traceparent else carrier["traceparent"])
-            cmd = [sys.executable, __file__, "callee", "--service", args.callee_service, "--endpoint",
-                   args.endpoint, "--conversation", args.callee_conversation, "--attempts", str(args.attempts)]
+            cmd = [
+                sys.executable,
+                __file__,
+                "callee",
+                "--service",
+                args.callee_service,
+                "--endpoint",
+                args.endpoint,
+                "--conversation",
+                args.callee_conversation,
+                "--attempts",
+                str(args.attempts),
+            ]
             subprocess.run(cmd, env=env, check=True)
             time.sleep(args.linger)  # caller spans end (and are sent) this much later
         trace_id = root.get_span_context().trace_id
@@ -86,8 +97,7 @@ def callee(args: argparse.Namespace) -> None:
             if args.conversation:
                 attrs[CONV] = args.conversation
             with tracer.start_as_current_span(f"invoke_agent {args.service}", attributes=attrs):
-                with tracer.start_as_current_span("chat model", kind=trace.SpanKind.CLIENT,
-                                                  attributes={OP: "chat"}):
+                with tracer.start_as_current_span("chat model", kind=trace.SpanKind.CLIENT, attributes={OP: "chat"}):
                     pass
     provider.shutdown()
 
@@ -101,12 +111,16 @@ def main() -> None:
     parser.add_argument("--context-id", default="", help="caller: contextId sent to the callee")
     parser.add_argument("--callee-service", default="specialist")
     parser.add_argument("--callee-conversation", default="", help="conversation the callee uses")
-    parser.add_argument("--attempts", type=int, default=1,
-                        help="sends of one delegation (the callee executes each)")
-    parser.add_argument("--linger", type=float, default=0.0,
-                        help="caller: seconds to wait after the callee before ending its spans")
-    parser.add_argument("--lose-traceparent", type=int, default=0,
-                        help="caller: 1 = do not pass trace context (the callee starts a new trace)")
+    parser.add_argument("--attempts", type=int, default=1, help="sends of one delegation (the callee executes each)")
+    parser.add_argument(
+        "--linger", type=float, default=0.0, help="caller: seconds to wait after the callee before ending its spans"
+    )
+    parser.add_argument(
+        "--lose-traceparent",
+        type=int,
+        default=0,
+        help="caller: 1 = do not pass trace context (the callee starts a new trace)",
+    )
     args = parser.parse_args()
     (caller if args.role == "caller" else callee)(args)
 

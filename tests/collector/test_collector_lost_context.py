@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import re
 
-import pytest
-
 import collector_support as cs
+import pytest
 
 pytestmark = [
     pytest.mark.e2e,
@@ -22,11 +21,23 @@ CLIENT = 3  # OTLP span kind
 def test_lost_traceparent_is_counted_as_no_callee(tmp_path):
     collector = cs.start_collector("single-node.yaml", tmp_path)
     try:
-        lost = cs.send_trace(collector.endpoint, service="orchestrator", conversation="conv-o",
-                             context_id="conv-l", callee_service="specialist",
-                             callee_conversation="conv-forgot", lose_traceparent=1)
-        ok = cs.send_trace(collector.endpoint, service="orchestrator", conversation="conv-o",
-                           context_id="conv-k", callee_service="specialist", callee_conversation="conv-k")
+        lost = cs.send_trace(
+            collector.endpoint,
+            service="orchestrator",
+            conversation="conv-o",
+            context_id="conv-l",
+            callee_service="specialist",
+            callee_conversation="conv-forgot",
+            lose_traceparent=1,
+        )
+        ok = cs.send_trace(
+            collector.endpoint,
+            service="orchestrator",
+            conversation="conv-o",
+            context_id="conv-k",
+            callee_service="specialist",
+            callee_conversation="conv-k",
+        )
 
         def all_exported():
             spans = cs.read_spans(collector.spans_file)
@@ -35,8 +46,11 @@ def test_lost_traceparent_is_counted_as_no_callee(tmp_path):
         spans = cs.wait_for(all_exported, 30, "every span in the file exporter's output")
         (lost_client,) = [s for s in spans if s.trace_id == lost and s.kind == CLIENT]
         assert lost_client.attributes["agent_identity.hop.result"] == "no_callee"
-        (ok_client,) = [s for s in spans if s.trace_id == ok and s.kind == CLIENT
-                        and s.attributes.get("gen_ai.operation.name") == "invoke_agent"]
+        (ok_client,) = [
+            s
+            for s in spans
+            if s.trace_id == ok and s.kind == CLIENT and s.attributes.get("gen_ai.operation.name") == "invoke_agent"
+        ]
         assert "agent_identity.hop.result" not in ok_client.attributes
         # the callee's spans of the lost hop are a trace of their own, with no hop
         callee_alone = [s for s in spans if s.trace_id not in (lost, ok)]

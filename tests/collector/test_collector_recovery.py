@@ -19,12 +19,10 @@ truth: the specialist's own record of the charges it made.
 from __future__ import annotations
 
 import threading
-from pathlib import Path
-
-import pytest
 
 import a2a_harness as h
 import collector_support as cs
+import pytest
 
 pytestmark = [pytest.mark.e2e, pytest.mark.collector]
 
@@ -45,17 +43,21 @@ def world(request, tmp_path_factory):
             collectors.append(cs.start_collector("single-node.yaml", work, GROUPBYTRACE_WAIT=WAIT))
             endpoint, tier2 = collectors[0].endpoint, collectors
         else:
-            tier2 = [cs.start_collector("tier2-identity.yaml", work, name=n, GROUPBYTRACE_WAIT=WAIT)
-                     for n in ("tier2-a", "tier2-b")]
+            tier2 = [
+                cs.start_collector("tier2-identity.yaml", work, name=n, GROUPBYTRACE_WAIT=WAIT)
+                for n in ("tier2-a", "tier2-b")
+            ]
             collectors += tier2
             endpoints = ", ".join(f"127.0.0.1:{c.otlp_grpc}" for c in tier2)
-            collectors.append(cs.start_collector("tier1-loadbalancer.yaml", work, name="tier1",
-                                                 TIER2_ENDPOINTS=f"[{endpoints}]"))
+            collectors.append(
+                cs.start_collector("tier1-loadbalancer.yaml", work, name="tier1", TIER2_ENDPOINTS=f"[{endpoints}]")
+            )
             endpoint = collectors[-1].endpoint
         urls = {}
         for kind in ("naive", "idempotent"):
-            proc, urls[kind] = h.start_charge_specialist(f"payments-{kind}", endpoint, work / f"{kind}.jsonl",
-                                                         idempotent=kind == "idempotent")
+            proc, urls[kind] = h.start_charge_specialist(
+                f"payments-{kind}", endpoint, work / f"{kind}.jsonl", idempotent=kind == "idempotent"
+            )
             procs.append(proc)
         refused = f"http://127.0.0.1:{cs.free_port()}/"  # nothing listens there
         records, errors = {}, []
@@ -64,15 +66,25 @@ def world(request, tmp_path_factory):
             try:
                 for args in scenarios:
                     records[args[3]] = h.run_recovery(*args)
-            except Exception as exc:  # noqa: BLE001 - reported by the main thread
+            except Exception as exc:
                 errors.append((name, exc))
 
         threads = [
-            threading.Thread(target=run, args=("naive",
-                (urls["naive"], work / "naive.sqlite", endpoint, "checkout-naive", "order-42"),
-                (urls["naive"], work / "refused.sqlite", endpoint, "checkout-refused", "order-43", refused))),
-            threading.Thread(target=run, args=("idempotent",
-                (urls["idempotent"], work / "idem.sqlite", endpoint, "checkout-idempotent", "order-42"),)),
+            threading.Thread(
+                target=run,
+                args=(
+                    "naive",
+                    (urls["naive"], work / "naive.sqlite", endpoint, "checkout-naive", "order-42"),
+                    (urls["naive"], work / "refused.sqlite", endpoint, "checkout-refused", "order-43", refused),
+                ),
+            ),
+            threading.Thread(
+                target=run,
+                args=(
+                    "idempotent",
+                    (urls["idempotent"], work / "idem.sqlite", endpoint, "checkout-idempotent", "order-42"),
+                ),
+            ),
         ]
         for t in threads:
             t.start()
@@ -87,8 +99,13 @@ def world(request, tmp_path_factory):
             return (spans, [h.scrape(c.metrics_port) for c in tier2]) if done else None
 
         spans, samples = cs.wait_for(spans_and_metrics, 120, "the five deliveries judged")
-        yield dict(topology=request.param, records=records, spans=spans, samples=[x for s in samples for x in s],
-                   charges={k: h.read_charges(work / f"{k}.jsonl") for k in ("naive", "idempotent")})
+        yield dict(
+            topology=request.param,
+            records=records,
+            spans=spans,
+            samples=[x for s in samples for x in s],
+            charges={k: h.read_charges(work / f"{k}.jsonl") for k in ("naive", "idempotent")},
+        )
     finally:
         for proc in procs:
             h.stop(proc)
@@ -114,8 +131,11 @@ def test_both_attempts_are_one_delegation_in_two_traces(world):
 
 
 def test_naive_specialist_second_execution_flagged_and_counted_once(world):
-    charges = [c for c in world["charges"]["naive"] if c["trace_id"] in
-               {r["trace_id"] for r in world["records"]["checkout-naive"]}]
+    charges = [
+        c
+        for c in world["charges"]["naive"]
+        if c["trace_id"] in {r["trace_id"] for r in world["records"]["checkout-naive"]}
+    ]
     assert len(charges) == 2 and len({c["execution"] for c in charges}) == 2  # it really charged twice
     first, second = _entries(world, "checkout-naive")
     assert not first.attributes.get(DUPLICATE) and second.attributes.get(DUPLICATE) is True

@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import re
 
-import pytest
-
 import collector_support as cs
+import pytest
 
 pytestmark = [
     pytest.mark.e2e,
@@ -25,22 +24,36 @@ WAIT_S = 3
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     """One collector; traces: correct, forgetful, retried delegation, first turn, fragmented."""
-    collector = cs.start_collector("single-node.yaml", tmp_path_factory.mktemp("single-node"),
-                                   GROUPBYTRACE_WAIT=f"{WAIT_S}s")
+    collector = cs.start_collector(
+        "single-node.yaml", tmp_path_factory.mktemp("single-node"), GROUPBYTRACE_WAIT=f"{WAIT_S}s"
+    )
     try:
         send = lambda **kw: cs.send_trace(collector.endpoint, service="orchestrator", **kw)  # noqa: E731
         traces = {
-            "correct": send(conversation="conv-a", context_id="conv-a", callee_service="specialist",
-                            callee_conversation="conv-a"),
-            "forgetful": send(conversation="conv-b", context_id="conv-b", callee_service="forgetful",
-                              callee_conversation="conv-new-b"),
-            "retried": send(conversation="conv-c", context_id="conv-c", callee_service="specialist",
-                            callee_conversation="conv-c", attempts=2),
-            "first_turn": send(conversation="conv-d", context_id="", callee_service="specialist",
-                               callee_conversation="conv-assigned"),
+            "correct": send(
+                conversation="conv-a", context_id="conv-a", callee_service="specialist", callee_conversation="conv-a"
+            ),
+            "forgetful": send(
+                conversation="conv-b", context_id="conv-b", callee_service="forgetful", callee_conversation="conv-new-b"
+            ),
+            "retried": send(
+                conversation="conv-c",
+                context_id="conv-c",
+                callee_service="specialist",
+                callee_conversation="conv-c",
+                attempts=2,
+            ),
+            "first_turn": send(
+                conversation="conv-d", context_id="", callee_service="specialist", callee_conversation="conv-assigned"
+            ),
             # the caller's spans arrive WAIT_S after groupbytrace released the callee's: two fragments
-            "fragmented": send(conversation="conv-e", context_id="conv-e", callee_service="late",
-                               callee_conversation="conv-new-e", linger=2 * WAIT_S),
+            "fragmented": send(
+                conversation="conv-e",
+                context_id="conv-e",
+                callee_service="late",
+                callee_conversation="conv-new-e",
+                linger=2 * WAIT_S,
+            ),
         }
         # every span: caller 2, callee 3 per attempt (2 attempts in "retried")
         expected = 2 * len(traces) + 3 * (len(traces) + 1)
@@ -92,7 +105,8 @@ def test_fragmented_trace_is_unresolved_never_a_mismatch(run):
     text = collector.metrics()
     assert re.search(r'^agent_identity_unresolved\{[^}]*callee_service="late"[^}]*\} 1$', text, re.M)
     assert 'callee_service="late"' not in "".join(
-        line for line in text.splitlines() if line.startswith("agent_identity_mismatches"))
+        line for line in text.splitlines() if line.startswith("agent_identity_mismatches")
+    )
 
 
 def test_second_execution_of_one_delegation_is_marked(run):
@@ -117,8 +131,7 @@ def test_telemetry_endpoint_counts_by_service_never_by_conversation(run):
     collector, _, _ = run
     text = collector.metrics()
     assert re.search(r'^agent_identity_mismatches\{[^}]*callee_service="forgetful"[^}]*\} 1$', text, re.M)
-    assert re.search(r'^agent_identity_duplicate_executions\{[^}]*callee_service="specialist"[^}]*\} 1$',
-                     text, re.M)
+    assert re.search(r'^agent_identity_duplicate_executions\{[^}]*callee_service="specialist"[^}]*\} 1$', text, re.M)
     assert "conv-" not in text
 
 
@@ -127,15 +140,19 @@ def test_prometheus_reads_the_mismatch_count_and_fires_the_alert(run, tmp_path):
     collector, _, _ = run
     prom = cs.start_prometheus(tmp_path / "prometheus", [f"127.0.0.1:{collector.metrics_port}"])
     try:
+
         def mismatches():
-            result = prom.query('sum by (caller_service, callee_service) (agent_identity_mismatches)')
-            return {(r["metric"]["caller_service"], r["metric"]["callee_service"]): float(r["value"][1])
-                    for r in result}
+            result = prom.query("sum by (caller_service, callee_service) (agent_identity_mismatches)")
+            return {
+                (r["metric"]["caller_service"], r["metric"]["callee_service"]): float(r["value"][1]) for r in result
+            }
 
         assert cs.wait_for(mismatches, 30, "agent_identity_mismatches in Prometheus") == {
-            ("orchestrator", "forgetful"): 1.0}
-        alerts = cs.wait_for(lambda: prom.query('ALERTS{alertname="AgentIdentityConversationMismatch"}'),
-                             30, "the mismatch alert")
+            ("orchestrator", "forgetful"): 1.0
+        }
+        alerts = cs.wait_for(
+            lambda: prom.query('ALERTS{alertname="AgentIdentityConversationMismatch"}'), 30, "the mismatch alert"
+        )
         assert {a["metric"]["callee_service"] for a in alerts} == {"forgetful"}
     finally:
         prom.stop()

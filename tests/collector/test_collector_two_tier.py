@@ -7,9 +7,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-import pytest
-
 import collector_support as cs
+import pytest
 
 pytestmark = [
     pytest.mark.e2e,
@@ -27,15 +26,19 @@ def test_one_trace_reaches_one_tier2_instance(tmp_path):
         for name in ("tier2-a", "tier2-b"):
             tier2.append(cs.start_collector("tier2-identity.yaml", tmp_path, name=name))
         endpoints = ", ".join(f"127.0.0.1:{c.otlp_grpc}" for c in tier2)
-        tier1 = cs.start_collector("tier1-loadbalancer.yaml", tmp_path, name="tier1",
-                                   TIER2_ENDPOINTS=f"[{endpoints}]")
+        tier1 = cs.start_collector("tier1-loadbalancer.yaml", tmp_path, name="tier1", TIER2_ENDPOINTS=f"[{endpoints}]")
         expected = {}
         for i in range(TRACES):
             forgetful = i % 2 == 1
             conv = f"conv-{i}"
-            trace_id = cs.send_trace(tier1.endpoint, service="orchestrator", conversation=conv, context_id=conv,
-                                     callee_service="specialist",
-                                     callee_conversation=f"other-{i}" if forgetful else conv)
+            trace_id = cs.send_trace(
+                tier1.endpoint,
+                service="orchestrator",
+                conversation=conv,
+                context_id=conv,
+                callee_service="specialist",
+                callee_conversation=f"other-{i}" if forgetful else conv,
+            )
             expected[trace_id] = "context_changed" if forgetful else "continued"
 
         def all_checked():

@@ -19,7 +19,6 @@ import threading
 from pathlib import Path
 
 import pytest
-
 from a2a_harness import free_port
 
 pytestmark = [pytest.mark.e2e]
@@ -67,12 +66,24 @@ class BlackHole:
 
 
 def _start(endpoint: str, **env: str) -> subprocess.Popen:
-    full_env = dict(os.environ, OTEL_SERVICE_NAME="weather-app", OTEL_TRACES_EXPORTER="otlp",
-                    OTEL_METRICS_EXPORTER="none", OTEL_LOGS_EXPORTER="none",
-                    OTEL_EXPORTER_OTLP_PROTOCOL="http/protobuf", OTEL_EXPORTER_OTLP_ENDPOINT=endpoint,
-                    OTEL_EXPORTER_OTLP_TIMEOUT=str(EXPORT_TIMEOUT), **env)
-    return subprocess.Popen([str(LAUNCHER), sys.executable, str(APP), "--runs", str(RUNS)], env=full_env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    full_env = dict(
+        os.environ,
+        OTEL_SERVICE_NAME="weather-app",
+        OTEL_TRACES_EXPORTER="otlp",
+        OTEL_METRICS_EXPORTER="none",
+        OTEL_LOGS_EXPORTER="none",
+        OTEL_EXPORTER_OTLP_PROTOCOL="http/protobuf",
+        OTEL_EXPORTER_OTLP_ENDPOINT=endpoint,
+        OTEL_EXPORTER_OTLP_TIMEOUT=str(EXPORT_TIMEOUT),
+        **env,
+    )
+    return subprocess.Popen(
+        [str(LAUNCHER), sys.executable, str(APP), "--runs", str(RUNS)],
+        env=full_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def test_ten_thousand_runs_with_telemetry_down():

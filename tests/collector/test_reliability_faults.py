@@ -22,11 +22,10 @@ import re
 import signal
 import time
 
-import pytest
-import yaml
-
 import collector_support as cs
+import pytest
 import reliability_support as rs
+import yaml
 
 pytestmark = [
     pytest.mark.e2e,
@@ -45,6 +44,7 @@ def _wait_backend_has(dep: rs.Deployment, acked: set, timeout: float = 60) -> No
     def has_all():
         got = set(rs.span_keys(dep.backend_spans()))
         return not (acked - got)
+
     cs.wait_for(has_all, timeout, "every acknowledged span in the backend")
 
 
@@ -55,8 +55,11 @@ def _wait_judged(dep: rs.Deployment, acked: set, timeout: float = 60) -> None:
 
     def queues_empty():
         dep.scrape_now()
-        return (rs.metric_sum(dep.tier1.last[-1], "otelcol_exporter_queue_size", exporter="load_balancing") == 0
-                and rs.metric_sum(dep.tier2.last[-1], "otelcol_exporter_queue_size", exporter="otlp_grpc/judge") == 0)
+        return (
+            rs.metric_sum(dep.tier1.last[-1], "otelcol_exporter_queue_size", exporter="load_balancing") == 0
+            and rs.metric_sum(dep.tier2.last[-1], "otelcol_exporter_queue_size", exporter="otlp_grpc/judge") == 0
+        )
+
     cs.wait_for(queues_empty, timeout, "the judging queues empty")
 
 
@@ -68,9 +71,12 @@ def _alert_expr(name: str) -> str:
 def _unjudged_counted(dep: rs.Deployment) -> float:
     """The recording rule on our scrape totals: spans the judging path's exporters gave up on (a send
     failed by the shutdown stays in the persistent queue: not given up on)."""
-    return sum(tier.total(name, {"error_type": "Shutdown"}, exporter=e) for tier in (dep.tier1, dep.tier2)
-               for e in JUDGE_EXPORTERS
-               for name in ("otelcol_exporter_send_failed_spans", "otelcol_exporter_enqueue_failed_spans"))
+    return sum(
+        tier.total(name, {"error_type": "Shutdown"}, exporter=e)
+        for tier in (dep.tier1, dep.tier2)
+        for e in JUDGE_EXPORTERS
+        for name in ("otelcol_exporter_send_failed_spans", "otelcol_exporter_enqueue_failed_spans")
+    )
 
 
 def _run(tmp_path, role: str, sig, prometheus: bool = False, traces: int = TRACES, rate: float = RATE) -> dict:
@@ -78,8 +84,9 @@ def _run(tmp_path, role: str, sig, prometheus: bool = False, traces: int = TRACE
     prom = None
     try:
         if prometheus:
-            prom = cs.start_prometheus(tmp_path / "prom", [f"127.0.0.1:{dep.ports[r]['metrics_port']}"
-                                                           for r in ("tier1", "tier2")])
+            prom = cs.start_prometheus(
+                tmp_path / "prom", [f"127.0.0.1:{dep.ports[r]['metrics_port']}" for r in ("tier1", "tier2")]
+            )
         dep.scrape_in_background(SCRAPE_EVERY)
         out = tmp_path / "loadgen.json"
         gen = rs.start_loadgen(dep.endpoint, out, traces=traces, rate=rate, timeout=30)
@@ -99,12 +106,19 @@ def _run(tmp_path, role: str, sig, prometheus: bool = False, traces: int = TRACE
         tier2_spans = dep.tier2_spans()
         tier2 = rs.span_keys(tier2_spans)
         judged = acked & set(tier2)
-        first = [s for s in tier2_spans if "agent_identity.hop.result" in s.attributes
-                 and not s.attributes.get("agent_identity.verdict.duplicate")]
+        first = [
+            s
+            for s in tier2_spans
+            if "agent_identity.hop.result" in s.attributes and not s.attributes.get("agent_identity.verdict.duplicate")
+        ]
         figures = {
-            "created": len(result["created"]), "acked": len(acked), "sender_failed": result["failed"],
-            "backend_unique": len(acked & set(backend)), "backend_duplicates": sum(backend.values()) - len(backend),
-            "tier2_unique": len(judged), "tier2_duplicates": sum(tier2.values()) - len(tier2),
+            "created": len(result["created"]),
+            "acked": len(acked),
+            "sender_failed": result["failed"],
+            "backend_unique": len(acked & set(backend)),
+            "backend_duplicates": sum(backend.values()) - len(backend),
+            "tier2_unique": len(judged),
+            "tier2_duplicates": sum(tier2.values()) - len(tier2),
             "unjudged_true": len(acked - judged),
             "unjudged_counted": _unjudged_counted(dep),
             "verdicts": dict(rs.verdicts(tier2_spans)),
@@ -135,12 +149,16 @@ def _alert_check(prom: cs.Prometheus) -> dict:
     orphaned-spans arm on the counters' totals (a counter that appears with its first increment has
     no rate yet, and these runs are shorter than the rules' 15-minute windows)."""
     expr = _alert_expr("AgentIdentityTraceContextLost")
-    arm = expr[expr.index("sum(rate(agent_identity_unresolved"):expr.rindex(")")]
+    arm = expr[expr.index("sum(rate(agent_identity_unresolved") : expr.rindex(")")]
     totals = re.sub(r"rate\((.*?)\[15m\]\)", r"\1", arm)
     time.sleep(3)  # two more scrapes and rule evaluations
     unjudged = [float(r["value"][1]) for r in prom.query("agent_identity:unjudged_spans:increase15m")]
-    return {"alert": prom.query(expr), "orphans_explain_no_callee": bool(prom.query(totals)), "arm": totals,
-            "unjudged": unjudged}
+    return {
+        "alert": prom.query(expr),
+        "orphans_explain_no_callee": bool(prom.query(totals)),
+        "arm": totals,
+        "unjudged": unjudged,
+    }
 
 
 def _assert_judged_once(f: dict, traces: int = TRACES) -> None:
@@ -208,8 +226,10 @@ def test_tier1_queue_survives_its_sigkill_while_downstream_is_down(tmp_path):
         acked = rs.key_set(result["acked"])
         assert len(acked) == 500, result["stderr"][-2000:]
         dep.scrape_now()
-        queued = {e: rs.metric_sum(dep.tier1.last[-1], "otelcol_exporter_queue_size", exporter=e)
-                  for e in ("otlp_grpc/backend", "load_balancing")}
+        queued = {
+            e: rs.metric_sum(dep.tier1.last[-1], "otelcol_exporter_queue_size", exporter=e)
+            for e in ("otlp_grpc/backend", "load_balancing")
+        }
         assert all(queued.values()), queued  # what tier 1 holds is only in its queues
         dep.tier1.current.kill()
         dep.start("backend")

@@ -16,9 +16,8 @@ import json
 import os
 from pathlib import Path
 
-import pytest
-
 import collector_support as cs
+import pytest
 import reliability_support as rs
 
 pytestmark = [
@@ -46,28 +45,42 @@ def _cpu_seconds(pid: int) -> float:
 
 
 def test_memory_limiter_refuses_then_the_sdk_delivers(tmp_path):
-    col = cs.start_collector("single-node.yaml", tmp_path, MEMORY_LIMIT_MIB=str(LIMIT_MIB),
-                             MEMORY_SPIKE_MIB=str(SPIKE_MIB), GOMEMLIMIT=f"{LIMIT_MIB}MiB",
-                             GROUPBYTRACE_WAIT="10s", DRAIN_DELAY="1s",
-                             AGENT_IDENTITY_SPANS_FILE_MAX_MB="2000")
+    col = cs.start_collector(
+        "single-node.yaml",
+        tmp_path,
+        MEMORY_LIMIT_MIB=str(LIMIT_MIB),
+        MEMORY_SPIKE_MIB=str(SPIKE_MIB),
+        GOMEMLIMIT=f"{LIMIT_MIB}MiB",
+        GROUPBYTRACE_WAIT="10s",
+        DRAIN_DELAY="1s",
+        AGENT_IDENTITY_SPANS_FILE_MAX_MB="2000",
+    )
     try:
         out = tmp_path / "load.json"
-        result = rs.finish_loadgen(rs.start_loadgen(col.endpoint, out, rates="50:4,400:12,20:10",
-                                                    payload_bytes=32768, timeout=60), out)
+        result = rs.finish_loadgen(
+            rs.start_loadgen(col.endpoint, out, rates="50:4,400:12,20:10", payload_bytes=32768, timeout=60), out
+        )
         samples = rs.parse_metrics(col.metrics())
         refused = rs.metric_sum(samples, "otelcol_processor_memory_limiter_refused_spans")
         acked = rs.key_set(result["acked"])
 
         def judged():
             return acked <= set(rs.span_keys(rs.read_spans_tolerant(col.spans_file)))
+
         cs.wait_for(judged, 60, "every acknowledged span judged and written")
         peak_mib = _status(col.proc.pid, "VmHWM") / 1024
         spans = rs.read_spans_tolerant(col.spans_file)
-        figures = {"steps": result["steps"], "created": len(result["created"]), "acked": len(acked),
-                   "refused_spans": refused, "peak_rss_mib": round(peak_mib, 1),
-                   "limit_mib": LIMIT_MIB, "budget_mib": LIMIT_MIB + NON_HEAP_MIB,
-                   "sdk_retries_logged": result["stderr"].count("Service Unavailable"),
-                   "verdicts": dict(rs.verdicts(spans))}
+        figures = {
+            "steps": result["steps"],
+            "created": len(result["created"]),
+            "acked": len(acked),
+            "refused_spans": refused,
+            "peak_rss_mib": round(peak_mib, 1),
+            "limit_mib": LIMIT_MIB,
+            "budget_mib": LIMIT_MIB + NON_HEAP_MIB,
+            "sdk_retries_logged": result["stderr"].count("Service Unavailable"),
+            "verdicts": dict(rs.verdicts(spans)),
+        }
         print(json.dumps(figures))
         # Refusals happened and were visible: on the collector's counters and as a retryable 503.
         assert refused > 0 and rs.metric_sum(samples, "otelcol_receiver_refused_spans") == refused
@@ -90,8 +103,11 @@ def test_memory_limiter_refuses_then_the_sdk_delivers(tmp_path):
 
 THROUGHPUT = {  # name: (config, overlays for both, overlay that removes agentidentity)
     "single-node": ("single-node.yaml", (), WITHOUT),
-    "tier2": ("tier2-identity.yaml", (str(CONFIGS_DIR / "tier2-http.yaml"),),
-              str(CONFIGS_DIR / "tier2-without-agentidentity.yaml")),
+    "tier2": (
+        "tier2-identity.yaml",
+        (str(CONFIGS_DIR / "tier2-http.yaml"),),
+        str(CONFIGS_DIR / "tier2-without-agentidentity.yaml"),
+    ),
 }
 # `make test-reliability` replays 20,000 traces (100,000 spans) per collector, `make test` 4,000.
 THROUGHPUT_TRACES = 20_000 if os.environ.get("AGENT_IDENTITY_RELIABILITY_FULL") == "1" else 4_000
@@ -105,20 +121,24 @@ def test_throughput_with_and_without_agentidentity(tmp_path, pipeline):
     config, overlays, without = THROUGHPUT[pipeline]
     requests, spans = rs.agent_requests(THROUGHPUT_TRACES)
     env = {"GROUPBYTRACE_WAIT": "1s", "DRAIN_DELAY": "1s", "AGENT_IDENTITY_SPANS_FILE_MAX_MB": "2000"}
-    cols = {"with": cs.start_collector(config, tmp_path, name="with", extra_configs=overlays, **env),
-            "without": cs.start_collector(config, tmp_path, name="without", extra_configs=(*overlays, without),
-                                          **env)}
+    cols = {
+        "with": cs.start_collector(config, tmp_path, name="with", extra_configs=overlays, **env),
+        "without": cs.start_collector(config, tmp_path, name="without", extra_configs=(*overlays, without), **env),
+    }
     try:
         cpu0 = {k: _cpu_seconds(c.proc.pid) for k, c in cols.items()}
         rs.replay([c.endpoint for c in cols.values()], requests)
 
         def written(c: cs.Collector) -> bool:
             return rs.metric_sum(rs.parse_metrics(c.metrics()), "otelcol_exporter_sent_spans", exporter="file") >= spans
+
         for k, c in cols.items():
             cs.wait_for(lambda: written(c), 120, f"{k}: every span written")
         cpu = {k: _cpu_seconds(c.proc.pid) - cpu0[k] for k, c in cols.items()}
-        figures = {k: {"spans": spans, "collector_cpu_s": round(cpu[k], 2), "spans_per_cpu_s": round(spans / cpu[k])}
-                   for k in cols}
+        figures = {
+            k: {"spans": spans, "collector_cpu_s": round(cpu[k], 2), "spans_per_cpu_s": round(spans / cpu[k])}
+            for k in cols
+        }
         figures["judging_share_of_cpu"] = round((cpu["with"] - cpu["without"]) / cpu["with"], 3)
         print(pipeline, json.dumps(figures))
         traces = THROUGHPUT_TRACES
@@ -130,8 +150,9 @@ def test_throughput_with_and_without_agentidentity(tmp_path, pipeline):
 
 
 def test_groupbytrace_overflow_is_counted_never_a_mismatch(tmp_path):
-    col = cs.start_collector("single-node.yaml", tmp_path, GROUPBYTRACE_NUM_TRACES="20", GROUPBYTRACE_WAIT="2s",
-                             DRAIN_DELAY="3s")
+    col = cs.start_collector(
+        "single-node.yaml", tmp_path, GROUPBYTRACE_NUM_TRACES="20", GROUPBYTRACE_WAIT="2s", DRAIN_DELAY="3s"
+    )
     try:
         out = tmp_path / "load.json"
         result = rs.finish_loadgen(rs.start_loadgen(col.endpoint, out, traces=300, rate=100), out)
@@ -141,13 +162,17 @@ def test_groupbytrace_overflow_is_counted_never_a_mismatch(tmp_path):
 
         def judged():  # the traces still held when the load ended are released after wait_duration
             return rs.verdicts(rs.read_spans_tolerant(col.spans_file)).get("continued", 0) > 0
+
         cs.wait_for(judged, 120, "a verdict on a trace that was not evicted")  # bounded, not timed
         col.stop()  # SIGTERM: the drain lets the last released traces out
         spans = rs.read_spans_tolerant(col.spans_file)
         written = set(rs.span_keys(spans)) & acked
-        figures = {"acked": len(acked), "written": len(written),
-                   "evicted": rs.metric_sum(samples, "otelcol_processor_groupbytrace_traces_evicted"),
-                   "verdicts": dict(rs.verdicts(spans))}
+        figures = {
+            "acked": len(acked),
+            "written": len(written),
+            "evicted": rs.metric_sum(samples, "otelcol_processor_groupbytrace_traces_evicted"),
+            "verdicts": dict(rs.verdicts(spans)),
+        }
         print(json.dumps(figures))
         # The overflow happened and is counted; evicted spans are dropped (never judged, never exported
         # by this pipeline: the raw path of the two-tier design keeps them), and nothing is a mismatch.

@@ -13,15 +13,14 @@ import os
 import re
 from pathlib import Path
 
+import collector_support as cs
 import pytest
+import reliability_support as rs
 import yaml
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
-
-import collector_support as cs
-import reliability_support as rs
 
 pytestmark = [pytest.mark.collector]
 
@@ -31,9 +30,11 @@ _ENV = re.compile(r"\$\{env:(\w+)(?::-([^}]*))?\}")
 
 def _default(value: str) -> str:
     """``${env:X:-default}`` -> default; a reference without a default is an error."""
+
     def sub(m: re.Match) -> str:
         assert m.group(2) is not None, f"{m.group(0)} has no default"
         return m.group(2)
+
     return _ENV.sub(sub, str(value))
 
 
@@ -78,7 +79,7 @@ def _listening(pid: int) -> list[str]:
                 host, port = parts[1].split(":")
                 raw = bytes.fromhex(host)
                 # /proc prints each 32-bit word little-endian
-                raw = b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4))
+                raw = b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4))
                 out.append(f"{ipaddress.ip_address(raw)}:{int(port, 16)}")
     return out
 
@@ -96,24 +97,29 @@ def test_running_collectors_listen_only_on_loopback(tmp_path):
 
 def _cert(subject: str, issuer_key, issuer_name, key, *, ca: bool = False, server: bool = False):
     now = datetime.datetime.now(datetime.timezone.utc)
-    builder = (x509.CertificateBuilder()
-               .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)]))
-               .issuer_name(issuer_name or x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)]))
-               .public_key(key.public_key()).serial_number(x509.random_serial_number())
-               .not_valid_before(now - datetime.timedelta(minutes=5))
-               .not_valid_after(now + datetime.timedelta(hours=1))
-               .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)]))
+        .issuer_name(issuer_name or x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)]))
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+    )
     if server:
         builder = builder.add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False
+        )
     return builder.sign(issuer_key, hashes.SHA256())
 
 
 def _write(directory: Path, name: str, cert, key) -> tuple[str, str]:
     crt, pem = directory / f"{name}.crt", directory / f"{name}.key"
     crt.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    pem.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                      serialization.NoEncryption()))
+    pem.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
     return str(crt), str(pem)
 
 
@@ -129,27 +135,48 @@ def _pki(directory: Path) -> dict[str, str]:
         for name, server in kinds:
             key = ec.generate_private_key(ec.SECP256R1())
             out[f"{name}.crt"], out[f"{name}.key"] = _write(
-                directory, name, _cert(name, ca_key, ca.subject, key, server=server), key)
+                directory, name, _cert(name, ca_key, ca.subject, key, server=server), key
+            )
     return out
 
 
 def test_mutual_tls_between_tier1_and_tier2(tmp_path):
     pki = _pki(tmp_path / "pki")
-    tier2_tls = {"TIER2_TLS_CERT_FILE": pki["server.crt"], "TIER2_TLS_KEY_FILE": pki["server.key"],
-                 "TIER2_TLS_CLIENT_CA_FILE": pki["ca"]}
-    good = {"TIER2_TLS_CA_FILE": pki["ca"], "TIER1_TLS_CERT_FILE": pki["client.crt"],
-            "TIER1_TLS_KEY_FILE": pki["client.key"]}
+    tier2_tls = {
+        "TIER2_TLS_CERT_FILE": pki["server.crt"],
+        "TIER2_TLS_KEY_FILE": pki["server.key"],
+        "TIER2_TLS_CLIENT_CA_FILE": pki["ca"],
+    }
+    good = {
+        "TIER2_TLS_CA_FILE": pki["ca"],
+        "TIER1_TLS_CERT_FILE": pki["client.crt"],
+        "TIER1_TLS_KEY_FILE": pki["client.key"],
+    }
     rogue = dict(good, TIER1_TLS_CERT_FILE=pki["rogue-client.crt"], TIER1_TLS_KEY_FILE=pki["rogue-client.key"])
-    dep = rs.Deployment(tmp_path / "good", tier1_env=good, tier2_env=tier2_tls,
-                        tier1_configs=("tls/tier1.yaml",), tier2_configs=("tls/tier2.yaml",))
+    dep = rs.Deployment(
+        tmp_path / "good",
+        tier1_env=good,
+        tier2_env=tier2_tls,
+        tier1_configs=("tls/tier1.yaml",),
+        tier2_configs=("tls/tier2.yaml",),
+    )
     bad = []
     try:
         # Same tier 2, two more tier-1 instances: plaintext, and a client certificate of another CA.
         tier2 = f"[127.0.0.1:{dep.ports['tier2']['otlp_grpc']}]"
-        bad.append(cs.start_collector("tier1-loadbalancer.yaml", tmp_path / "plain", name="tier1",
-                                      TIER2_ENDPOINTS=tier2))
-        bad.append(cs.start_collector("tier1-loadbalancer.yaml", tmp_path / "rogue", name="tier1",
-                                      extra_configs=("tls/tier1.yaml",), TIER2_ENDPOINTS=tier2, **rogue))
+        bad.append(
+            cs.start_collector("tier1-loadbalancer.yaml", tmp_path / "plain", name="tier1", TIER2_ENDPOINTS=tier2)
+        )
+        bad.append(
+            cs.start_collector(
+                "tier1-loadbalancer.yaml",
+                tmp_path / "rogue",
+                name="tier1",
+                extra_configs=("tls/tier1.yaml",),
+                TIER2_ENDPOINTS=tier2,
+                **rogue,
+            )
+        )
         runs = {}
         for name, endpoint in (("good", dep.endpoint), ("plain", bad[0].endpoint), ("rogue", bad[1].endpoint)):
             out = tmp_path / f"{name}.json"
@@ -158,12 +185,14 @@ def test_mutual_tls_between_tier1_and_tier2(tmp_path):
 
         def judged():
             return acked <= set(rs.span_keys(dep.tier2_spans()))
+
         cs.wait_for(judged, 30, "the TLS tier 1's spans judged on tier 2")
 
         # The refused ones: tier 2 turned their handshakes down, their spans wait in their queues.
         for col, evidence in ((bad[0], "error reading server preface"), (bad[1], "unknown certificate authority")):
-            cs.wait_for(lambda: evidence in col.log.read_text(errors="replace").lower(), 30,
-                        f"a TLS refusal in {col.log}")
+            cs.wait_for(
+                lambda: evidence in col.log.read_text(errors="replace").lower(), 30, f"a TLS refusal in {col.log}"
+            )
         got = {t for t, _ in rs.span_keys(dep.tier2_spans())}
         for name in ("plain", "rogue"):
             assert not got & {t for t, _ in runs[name]["acked"]}, f"{name} tier 1 reached tier 2"

@@ -17,9 +17,8 @@ from __future__ import annotations
 import os
 import time
 
-import pytest
-
 import a2a_harness as h
+import pytest
 
 COLLECTOR = os.environ.get("AGENT_IDENTITY_COLLECTOR")
 OVERLAY = h.PYTHON_METRICS_OVERLAY
@@ -65,9 +64,13 @@ def world(tmp_path_factory):
             procs.append(proc)
             servers[name] = url
         callers = {svc: run_caller(svc, servers["plain"], collector.endpoint, args) for svc, args in CALLERS.items()}
-        orchestrated, _ = h.run_orchestrator([("a2a-executor", servers["a2a-executor"]),
-                                              ("session-local", servers["session-local"])],
-                                             collector.endpoint, turns=3, retry_turn=2, **METRICS_ENV)
+        orchestrated, _ = h.run_orchestrator(
+            [("a2a-executor", servers["a2a-executor"]), ("session-local", servers["session-local"])],
+            collector.endpoint,
+            turns=3,
+            retry_turn=2,
+            **METRICS_ENV,
+        )
         sends = sum(len(r) for r in callers.values()) + len(orchestrated)
         spans = h.wait_for_hops(collector.spans_file, sends)
     finally:
@@ -91,8 +94,14 @@ def restarted(rec: dict) -> bool:
 
 
 def client_span(spans, service: str, trace_id: str):
-    found = [s for s in spans if s.service == service and s.trace_id == trace_id and s.kind == 3
-             and s.attributes.get("gen_ai.operation.name") == "invoke_agent"]
+    found = [
+        s
+        for s in spans
+        if s.service == service
+        and s.trace_id == trace_id
+        and s.kind == 3
+        and s.attributes.get("gen_ai.operation.name") == "invoke_agent"
+    ]
     assert len(found) == 1, (service, trace_id, [s.name for s in found])
     return found[0]
 
@@ -146,11 +155,17 @@ def test_state_not_resumed_and_duplicates_match_the_specialists_ground_truth(wor
         # requested (a contextId sent) and the callee's model saw only the new message
         forgot = sum(1 for r in records if r["requested"] and truth[r["trace_id"]][r["attempt"] - 1] <= 1)
         assert total(metrics, service, "agent_identity.state.not_resumed") == forgot
-        assert total(metrics, service, "agent_identity.state.not_resumed",
-                     agent=service, framework="agent_framework") == forgot
-        assert total(metrics, service, "agent_identity.delegation.duplicate_deliveries", framework="a2a") == len(retries)
+        assert (
+            total(metrics, service, "agent_identity.state.not_resumed", agent=service, framework="agent_framework")
+            == forgot
+        )
+        assert total(metrics, service, "agent_identity.delegation.duplicate_deliveries", framework="a2a") == len(
+            retries
+        )
         # both shapes run their agent again for the re-sent message: each retry is also a second execution
-        assert total(metrics, service, "agent_identity.delegation.duplicate_executions", framework="a2a") == len(retries)
+        assert total(metrics, service, "agent_identity.delegation.duplicate_executions", framework="a2a") == len(
+            retries
+        )
     assert total(metrics, "a2a-executor", "agent_identity.state.not_resumed") == 3  # turns 2, 2 again, 3
     assert total(metrics, "session-local", "agent_identity.state.not_resumed") == 0
     assert total(metrics, "plain", "agent_identity.delegation.duplicate_deliveries") == 0

@@ -11,14 +11,14 @@ import pytest
 
 pytest.importorskip("langgraph")
 
-from agent_framework import Agent  # noqa: E402
-from langgraph.graph import END, START, StateGraph  # noqa: E402
-from offline_chat import OfflineChatClient  # noqa: E402
-from opentelemetry.sdk.metrics import MeterProvider  # noqa: E402
-from opentelemetry.sdk.metrics.export import InMemoryMetricReader  # noqa: E402
-from typing_extensions import TypedDict  # noqa: E402
+from langgraph.graph import END, START, StateGraph
+from offline_chat import OfflineChatClient
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from typing_extensions import TypedDict
 
-import otel_agent_identity  # noqa: E402
+import otel_agent_identity
+from agent_framework import Agent
 
 CONV = "gen_ai.conversation.id"
 PARENT_CONV = "agent_identity.parent.conversation.id"
@@ -81,11 +81,16 @@ def graph_calling_agent(agent: Agent, mapping: str):
 async def test_agent_framework_agent_in_a_langgraph_node(instrumented, reader, tracer_provider, mapping):
     agent = Agent(client=OfflineChatClient(mode="local", prefix="n"), name="helper")
     result = await graph_calling_agent(agent, mapping).ainvoke(
-        {"q": "hello", "used": ""}, config={"configurable": {"thread_id": "thread-7"}})
+        {"q": "hello", "used": ""}, config={"configurable": {"thread_id": "thread-7"}}
+    )
     spans = instrumented.get_finished_spans()
     (outer,) = [s for s in spans if s.name == "invoke_agent planner"]
-    (inner,) = [s for s in spans if s.attributes.get("gen_ai.agent.name") == "helper"
-                and s.attributes.get("gen_ai.operation.name") == "invoke_agent"]
+    (inner,) = [
+        s
+        for s in spans
+        if s.attributes.get("gen_ai.agent.name") == "helper"
+        and s.attributes.get("gen_ai.operation.name") == "invoke_agent"
+    ]
     truth_differs = result["used"] != "thread-7"  # what the agent really used vs the graph's thread
     assert outer.attributes[CONV] == "thread-7" and inner.attributes[CONV] == result["used"]
     assert truth_differs == (mapping != "mapped")
@@ -131,8 +136,12 @@ def test_graph_invoked_in_a_node_with_or_without_its_own_thread(instrumented, re
 async def test_no_parent_no_mark(instrumented, reader):
     agent = Agent(client=OfflineChatClient(mode="local", prefix="top"), name="solo")
     await agent.run("hi", session=agent.create_session())
-    (span,) = [s for s in instrumented.get_finished_spans() if s.attributes.get("gen_ai.agent.name") == "solo"
-               and s.attributes.get("gen_ai.operation.name") == "invoke_agent"]
+    (span,) = [
+        s
+        for s in instrumented.get_finished_spans()
+        if s.attributes.get("gen_ai.agent.name") == "solo"
+        and s.attributes.get("gen_ai.operation.name") == "invoke_agent"
+    ]
     assert PARENT_CONV not in span.attributes and DIFFERS not in span.attributes
     assert counted(reader, "agent_identity.conversation.parent_differs") == {}
 
@@ -141,15 +150,19 @@ async def test_no_parent_no_mark(instrumented, reader):
 async def test_agent_framework_sub_agent_as_tool(instrumented, reader, propagate):
     """``as_tool(propagate_session=True)`` shares the parent's session: one story. The default
     private session is another conversation (the child's service assigns its own): marked."""
-    from agent_framework import Content
     from helpers import make_agent
+
+    from agent_framework import Content
 
     child = make_agent("service", name="researcher", prefix="child")
     parent = make_agent("service", name="coordinator", prefix="parent")
     original = parent.client._reply
     parent.client._reply = lambda messages, options: [
         Content.from_function_call(c.call_id, c.name, arguments={"task": "look it up"})
-        if c.type == "function_call" and c.name == "researcher" else c for c in original(messages, options)]
+        if c.type == "function_call" and c.name == "researcher"
+        else c
+        for c in original(messages, options)
+    ]
     session = parent.create_session()
     await parent.run("please ask researcher", session=session, tools=[child.as_tool(propagate_session=propagate)])
     spans = instrumented.get_finished_spans()

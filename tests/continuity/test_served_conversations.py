@@ -24,8 +24,12 @@ def test_a_context_served_under_another_agent_conversation_is_reported(tracer_pr
     monkeypatch.setattr(continuity, "served_conversations", continuity.DelegateContexts())
     tracer = tracer_provider.get_tracer("t")
     seen = []
-    for requested, conversation, answered in [(None, "thread-1", "ctx-1"), ("ctx-1", "thread-2", "ctx-1"),
-                                              ("ctx-1", "thread-2", "ctx-1"), ("ctx-9", "thread-9", "ctx-9")]:
+    for requested, conversation, answered in [
+        (None, "thread-1", "ctx-1"),
+        ("ctx-1", "thread-2", "ctx-1"),
+        ("ctx-1", "thread-2", "ctx-1"),
+        ("ctx-9", "thread-9", "ctx-9"),
+    ]:
         span, ctx = _serve(tracer, requested)
         token = otel_context.attach(ctx)
         try:

@@ -11,9 +11,8 @@ import os
 import subprocess
 from pathlib import Path
 
-import pytest
-
 import a2a_harness as h
+import pytest
 
 COLLECTOR = os.environ.get("AGENT_IDENTITY_COLLECTOR")
 APP = "adk_app.py"
@@ -25,8 +24,9 @@ pytestmark = [pytest.mark.e2e, pytest.mark.collector]
 
 
 def _start_specialist(shape: str, endpoint: str, truth: Path):
-    return h.start_server(SPECIALIST, f"adk-{shape}", endpoint, "--shape", shape, "--truth", str(truth),
-                          stdout=subprocess.DEVNULL)
+    return h.start_server(
+        SPECIALIST, f"adk-{shape}", endpoint, "--shape", shape, "--truth", str(truth), stdout=subprocess.DEVNULL
+    )
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +39,8 @@ def run(tmp_path_factory):
 def test_the_caller_resumed_each_sessions_history(run):
     records, _, _ = run
     assert [(r["session"], r["turn"], r["seen"]) for r in records] == [
-        (f"conv-{s}", turn, 3 + 4 * (turn - 1)) for s in SHAPES for turn in range(1, TURNS + 1)]
+        (f"conv-{s}", turn, 3 + 4 * (turn - 1)) for s in SHAPES for turn in range(1, TURNS + 1)
+    ]
 
 
 def test_every_caller_span_carries_its_session_and_invocation(run):
@@ -60,8 +61,11 @@ def test_the_specialists_serving_runs_record_resumed(run):
     records, spans, truth = run
     for rec in records:
         shape = rec["session"].removeprefix("conv-")
-        (agent,) = [s for s in spans if s.trace_id == rec["trace_id"] and s.service == f"adk-{shape}"
-                    and s.name.startswith("invoke_agent")]
+        (agent,) = [
+            s
+            for s in spans
+            if s.trace_id == rec["trace_id"] and s.service == f"adk-{shape}" and s.name.startswith("invoke_agent")
+        ]
         assert agent.attributes[RESUMED] is (shape == "session" and rec["turn"] > 1)
         assert agent.attributes[RESUMED] is (truth[rec["trace_id"]] != [1])  # the model's own account
 

@@ -9,16 +9,14 @@ import asyncio
 import logging
 from contextlib import aclosing
 
-import pytest
 from google.adk.agents import LlmAgent
 from google.adk.agents.run_config import RunConfig, StreamingMode
 from google.adk.runners import Runner
 from google.adk.sessions import InMemorySessionService
 from google.adk.tools.agent_tool import AgentTool
 from google.genai import types
-from opentelemetry import trace
-
 from offline_adk import OfflineLlm, seen
+from opentelemetry import trace
 
 CONV, EXEC = "gen_ai.conversation.id", "agent_identity.execution.id"
 RESUMED, DIFFERS = "agent_identity.conversation.resumed", "agent_identity.conversation.parent_differs"
@@ -120,8 +118,11 @@ async def test_breaking_out_of_the_stream_ends_the_run(instrumentor, exporter):
         break
     await agen.aclose()
     await _turn(runner, "s-after")  # a later run is not inside the abandoned one
-    (after,) = [s for s in exporter.get_finished_spans()
-                if s.name == "invoke_agent weather_agent" and s.attributes[CONV] == "s-after"]
+    (after,) = [
+        s
+        for s in exporter.get_finished_spans()
+        if s.name == "invoke_agent weather_agent" and s.attributes[CONV] == "s-after"
+    ]
     assert PARENT_EXEC not in after.attributes
 
 
@@ -131,8 +132,11 @@ async def test_agent_tool_is_a_nested_run_in_another_story(instrumentor, exporte
     runner = _runner(outer)
     for _ in range(2):
         last = await _turn(runner, "s-outer")
-    (outer_span,) = [s for s in exporter.get_finished_spans()
-                     if s.name == "invoke_agent weather_agent" and s.attributes[EXEC] == last.invocation_id]
+    (outer_span,) = [
+        s
+        for s in exporter.get_finished_spans()
+        if s.name == "invoke_agent weather_agent" and s.attributes[EXEC] == last.invocation_id
+    ]
     inner_spans = [s for s in exporter.get_finished_spans() if s.name == "invoke_agent forecaster"]
     assert len(inner_spans) == 2
     nested = inner_spans[-1].attributes
@@ -141,8 +145,11 @@ async def test_agent_tool_is_a_nested_run_in_another_story(instrumentor, exporte
     assert nested[RESUMED] is False  # a fresh in-memory session on every call: it starts from nothing
     assert nested[EXEC].startswith("e-") and nested[EXEC] != last.invocation_id
     assert outer_span.attributes[RESUMED] is True and PARENT_EXEC not in outer_span.attributes
-    (tool,) = [s for s in exporter.get_finished_spans()
-               if s.name == "execute_tool forecaster" and s.attributes[EXEC] == last.invocation_id]
+    (tool,) = [
+        s
+        for s in exporter.get_finished_spans()
+        if s.name == "execute_tool forecaster" and s.attributes[EXEC] == last.invocation_id
+    ]
     assert tool.attributes[CONV] == "s-outer"  # ADK leaves its tool spans without the id: stamped
 
 

@@ -11,12 +11,11 @@ import sys
 import time
 
 import pytest
+from guard_helpers import APP_IDENTITY_KEYS, PLANTED, SERVERS, free_port
 from opentelemetry import baggage, context, propagate, trace
 from opentelemetry.baggage.propagation import W3CBaggagePropagator
 from opentelemetry.propagators.composite import CompositePropagator
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
-
-from guard_helpers import APP_IDENTITY_KEYS, PLANTED, SERVERS, free_port
 
 
 def _start(mode: str) -> tuple[subprocess.Popen, int]:
@@ -40,8 +39,12 @@ def servers():
     """Two MCP streamable-HTTP servers and two HTTP echo endpoints: ``{"mcp_ok": url, ...}``."""
     procs, urls = [], {}
     try:
-        for key, mode, path in (("mcp_ok", "mcp-http", "/mcp"), ("mcp_other", "mcp-http", "/mcp"),
-                                ("http_ok", "http", "/tool"), ("http_other", "http", "/tool")):
+        for key, mode, path in (
+            ("mcp_ok", "mcp-http", "/mcp"),
+            ("mcp_other", "mcp-http", "/mcp"),
+            ("http_ok", "http", "/tool"),
+            ("http_other", "http", "/tool"),
+        ):
             proc, port = _start(mode)
             procs.append(proc)
             urls[key] = f"http://127.0.0.1:{port}{path}"
@@ -90,8 +93,7 @@ def guard(tracer_provider, exporter):
     inst = AgentIdentityInstrumentor()
 
     def install(allowlist=()):
-        inst.instrument(tracer_provider=tracer_provider, allowlist=list(allowlist),
-                        baggage_keys=APP_IDENTITY_KEYS)
+        inst.instrument(tracer_provider=tracer_provider, allowlist=list(allowlist), baggage_keys=APP_IDENTITY_KEYS)
         return inst
 
     yield install

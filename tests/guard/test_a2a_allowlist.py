@@ -8,14 +8,15 @@ import uuid
 import pytest
 
 h = pytest.importorskip("a2a_harness")
-from agent_framework import Message  # noqa: E402
 from agent_framework.a2a import A2AAgent  # noqa: E402
 from opentelemetry.trace import SpanKind  # noqa: E402
+
+from agent_framework import Message  # noqa: E402
 
 pytestmark = pytest.mark.e2e
 
 
-def server_spans(specialist: "h.SpecialistProcess", trace_id: int) -> list[dict]:
+def server_spans(specialist: h.SpecialistProcess, trace_id: int) -> list[dict]:
     """The A2A ``Send*`` SERVER spans of ``trace_id`` the specialist exported."""
     want = f"0x{trace_id:032x}"
     return specialist.wait_for(lambda s: s["context"]["trace_id"] == want and s["name"].startswith("Send"))
@@ -23,8 +24,11 @@ def server_spans(specialist: "h.SpecialistProcess", trace_id: int) -> list[dict]
 
 @pytest.fixture(scope="module")
 def specialists():
-    pair = [h.SpecialistProcess("guard-allowed"), h.SpecialistProcess("guard-other"),
-            h.SpecialistProcess("guard-forgetful", forgetful=True)]
+    pair = [
+        h.SpecialistProcess("guard-allowed"),
+        h.SpecialistProcess("guard-other"),
+        h.SpecialistProcess("guard-forgetful", forgetful=True),
+    ]
     yield pair
     for s in pair:
         s.stop()
@@ -35,8 +39,9 @@ async def _two_turns(url: str, exporter) -> list:
     session = agent.create_session()
     for turn in range(2):
         await agent.run(Message(role="user", contents=[f"hi {turn}"], message_id=uuid.uuid4().hex), session=session)
-    spans = [s for s in exporter.get_finished_spans()
-             if s.kind is SpanKind.CLIENT and s.name.startswith("invoke_agent")]
+    spans = [
+        s for s in exporter.get_finished_spans() if s.kind is SpanKind.CLIENT and s.name.startswith("invoke_agent")
+    ]
     exporter.clear()
     return spans
 

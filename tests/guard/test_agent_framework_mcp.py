@@ -10,9 +10,9 @@ import pytest
 from guard_helpers import SERVERS, assert_no_identity, parse_baggage
 
 af = pytest.importorskip("agent_framework")
-from agent_framework import Agent, AgentSession, MCPStdioTool, MCPStreamableHTTPTool  # noqa: E402
 from offline_chat import OfflineChatClient  # noqa: E402
 
+from agent_framework import Agent, AgentSession, MCPStdioTool, MCPStreamableHTTPTool  # noqa: E402
 from otel_agent_identity.scope import IdentityScope, attach, detach  # noqa: E402
 
 pytestmark = pytest.mark.e2e
@@ -26,7 +26,7 @@ def _tool(kind: str, name: str, servers) -> object:
 
 def _parse(result) -> dict:
     text = result if isinstance(result, str) else "".join(getattr(c, "text", "") or "" for c in result)
-    data = json.loads(text[text.index("{"): text.rindex("}") + 1])
+    data = json.loads(text[text.index("{") : text.rindex("}") + 1])
     return json.loads(data["result"]) if isinstance(data.get("result"), str) else data  # structured output
 
 
@@ -57,8 +57,11 @@ async def test_af_tool_allowlisted_by_tool_name(kind, servers, planted, guard):
     try:
         ok = await _call(_tool(kind, "echo-ok", servers))
         assert parse_baggage(ok["meta"]["baggage"]) == {
-            "tenant": "acme", "gen_ai.conversation.id": "conv-1",
-            "agent_identity.execution.id": "exec-1", "agent_identity.delegation.id": "del-1"}
+            "tenant": "acme",
+            "gen_ai.conversation.id": "conv-1",
+            "agent_identity.execution.id": "exec-1",
+            "agent_identity.delegation.id": "del-1",
+        }
         other = await _call(_tool(kind, "echo-other", servers))
         assert_no_identity(other)
         assert parse_baggage(other["meta"]["baggage"]) == {"tenant": "acme"}

@@ -27,15 +27,39 @@ def scope():
     detach(token)
 
 
-@pytest.mark.parametrize("key", ["gen_ai.conversation.id", "session.id", "Session.Id", "agent_identity.execution.id",
-                                 "agent_identity.anything", "thread_id", "user.id", "user.email", "enduser.id",
-                                 "session.previous_id", "langfuse.session.id", " conversation_id "])
+@pytest.mark.parametrize(
+    "key",
+    [
+        "gen_ai.conversation.id",
+        "session.id",
+        "Session.Id",
+        "agent_identity.execution.id",
+        "agent_identity.anything",
+        "thread_id",
+        "user.id",
+        "user.email",
+        "enduser.id",
+        "session.previous_id",
+        "langfuse.session.id",
+        " conversation_id ",
+    ],
+)
 def test_default_identity_keys(key):
     assert Policy().is_identity_key(key)
 
 
-@pytest.mark.parametrize("key", ["tenant", "gen_ai.request.model", "agent_identityx", "session", "traceparent",
-                                 "user_agent.original", "sessionid.x"])
+@pytest.mark.parametrize(
+    "key",
+    [
+        "tenant",
+        "gen_ai.request.model",
+        "agent_identityx",
+        "session",
+        "traceparent",
+        "user_agent.original",
+        "sessionid.x",
+    ],
+)
 def test_not_identity(key):
     assert not Policy().is_identity_key(key)
 
@@ -96,7 +120,8 @@ def test_allowlisted_gets_documented_keys_from_scope(scope):
     boundary.configure(Config.load(allowlist=["http://ok/"]))
     value = "gen_ai.conversation.id=app,session.id=s,tenant=acme"
     assert boundary.filter_baggage_header(value, Destination(url="http://ok/x")) == (
-        "tenant=acme,gen_ai.conversation.id=conv-1,agent_identity.execution.id=exec-1")
+        "tenant=acme,gen_ai.conversation.id=conv-1,agent_identity.execution.id=exec-1"
+    )
     assert boundary.filter_baggage_header(value, Destination(url="http://other/x")) == "tenant=acme"
 
 
@@ -131,8 +156,16 @@ def _span():
 
 def test_record_upstream_and_mismatch():
     span, exporter = _span()
-    boundary.record_upstream(span, {"gen_ai.conversation.id": "up", "agent_identity.execution.id": "e",
-                                    "agent_identity.delegation.id": "d", "session.id": "ignored"}, "local")
+    boundary.record_upstream(
+        span,
+        {
+            "gen_ai.conversation.id": "up",
+            "agent_identity.execution.id": "e",
+            "agent_identity.delegation.id": "d",
+            "session.id": "ignored",
+        },
+        "local",
+    )
     span.end()
     attrs = dict(exporter.get_finished_spans()[0].attributes)
     assert attrs == {

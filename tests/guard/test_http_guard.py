@@ -13,8 +13,11 @@ from opentelemetry import propagate
 from otel_agent_identity.scope import IdentityScope, attach, detach
 
 pytestmark = pytest.mark.e2e
-SCOPE = {"gen_ai.conversation.id": "conv-1", "agent_identity.execution.id": "exec-1",
-         "agent_identity.delegation.id": "del-1"}
+SCOPE = {
+    "gen_ai.conversation.id": "conv-1",
+    "agent_identity.execution.id": "exec-1",
+    "agent_identity.delegation.id": "del-1",
+}
 
 
 def _headers() -> dict:
@@ -77,23 +80,29 @@ async def _urllib3_pool_headers(url):
 async def _aiohttp(url):
     import aiohttp
 
-    async with aiohttp.ClientSession() as session:
-        async with session.post(url, headers=_headers(), json={}) as response:
-            return (await response.json())["headers"]
+    async with aiohttp.ClientSession() as session, session.post(url, headers=_headers(), json={}) as response:
+        return (await response.json())["headers"]
 
 
 async def _aiohttp_session_headers(url):
     import aiohttp
 
-    async with aiohttp.ClientSession(headers=_headers()) as session:
-        async with session.get(url) as response:
-            return (await response.json())["headers"]
+    async with aiohttp.ClientSession(headers=_headers()) as session, session.get(url) as response:
+        return (await response.json())["headers"]
 
 
-CLIENTS = {"httpx": _httpx, "httpx-async": _httpx_async, "httpx2": _httpx2, "httpx2-async": _httpx2_async,
-           "requests": _requests, "requests-session": _requests_session, "urllib3": _urllib3,
-           "urllib3-pool-headers": _urllib3_pool_headers, "aiohttp": _aiohttp,
-           "aiohttp-session-headers": _aiohttp_session_headers}
+CLIENTS = {
+    "httpx": _httpx,
+    "httpx-async": _httpx_async,
+    "httpx2": _httpx2,
+    "httpx2-async": _httpx2_async,
+    "requests": _requests,
+    "requests-session": _requests_session,
+    "urllib3": _urllib3,
+    "urllib3-pool-headers": _urllib3_pool_headers,
+    "aiohttp": _aiohttp,
+    "aiohttp-session-headers": _aiohttp_session_headers,
+}
 
 
 @pytest.fixture
@@ -136,7 +145,9 @@ async def test_host_pattern_allowlist(servers, planted, guard, scope):
     guard(allowlist=["127.0.0.*"])
     for url in (servers["http_ok"], servers["http_other"]):
         assert parse_baggage(requests.get(url, headers=_headers(), timeout=10).json()["headers"]["baggage"]) == {
-            "tenant": "acme", **SCOPE}
+            "tenant": "acme",
+            **SCOPE,
+        }
 
 
 async def test_malformed_baggage_passes_minus_identity(servers, guard):
@@ -195,9 +206,9 @@ def test_ipv6_literal_destination_matches_its_allowlist_entry(guard, scope):
 async def test_agent_tool_calling_out_sends_no_identity(kind, servers, planted, guard):
     """Issue 9, item 9: a real Agent Framework run whose tool calls an HTTP endpoint with urllib3
     or aiohttp; the run has ids in scope and the application planted identity in baggage."""
-    from agent_framework import tool
-
     from helpers import make_agent
+
+    from agent_framework import tool
 
     guard()
     received = {}

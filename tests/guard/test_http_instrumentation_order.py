@@ -31,8 +31,11 @@ def both(request, guard, tracer_provider):
 async def test_instrumentation_injected_baggage_is_filtered(servers, planted, both):
     url = servers["http_other"]
     async with httpx.AsyncClient() as client:
-        received = [httpx.get(url).json()["headers"], (await client.get(url)).json()["headers"],
-                    requests.get(url, timeout=10).json()["headers"]]
+        received = [
+            httpx.get(url).json()["headers"],
+            (await client.get(url)).json()["headers"],
+            requests.get(url, timeout=10).json()["headers"],
+        ]
     for headers in received:
         assert headers["traceparent"]
         assert_no_identity(headers)

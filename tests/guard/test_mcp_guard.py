@@ -16,8 +16,11 @@ from mcp.client.streamable_http import streamable_http_client
 from otel_agent_identity.scope import IdentityScope, attach, detach
 
 pytestmark = pytest.mark.e2e
-SCOPE = {"gen_ai.conversation.id": "conv-1", "agent_identity.execution.id": "exec-1",
-         "agent_identity.delegation.id": "del-1"}
+SCOPE = {
+    "gen_ai.conversation.id": "conv-1",
+    "agent_identity.execution.id": "exec-1",
+    "agent_identity.delegation.id": "del-1",
+}
 
 
 def _echo(result) -> dict:
@@ -25,10 +28,9 @@ def _echo(result) -> dict:
 
 
 async def _session_http(url):
-    async with streamable_http_client(url) as (read, write):
-        async with ClientSession(read, write) as session:
-            await session.initialize()
-            return _echo(await session.call_tool("echo_meta", {}))
+    async with streamable_http_client(url) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        return _echo(await session.call_tool("echo_meta", {}))
 
 
 async def _session_stdio(command):
@@ -51,8 +53,12 @@ async def _client_stdio(command):
     return await _client(StdioServerParameters(command=command))
 
 
-CLIENTS = {"session-http": _session_http, "session-stdio": _session_stdio,
-           "client-http": _client_http, "client-stdio": _client_stdio}
+CLIENTS = {
+    "session-http": _session_http,
+    "session-stdio": _session_stdio,
+    "client-http": _client_http,
+    "client-stdio": _client_stdio,
+}
 
 
 def _targets(kind, servers, stdio_commands):

@@ -8,8 +8,8 @@ import time
 
 import pytest
 import uvicorn
-from guard_helpers import free_port
 from echo_servers import mcp as echo_server
+from guard_helpers import free_port
 from test_mcp_guard import _session_http
 
 from otel_agent_identity.scope import IdentityScope, attach, detach

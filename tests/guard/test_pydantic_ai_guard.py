@@ -17,11 +17,12 @@ from opentelemetry import propagate
 pytest.importorskip("pydantic_ai")
 pytest.importorskip("fastmcp")
 
-from fastmcp.client.transports import StdioTransport  # noqa: E402
-from pydantic_ai import Agent  # noqa: E402
-from pydantic_ai.mcp import MCPToolset  # noqa: E402
-from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart  # noqa: E402
-from pydantic_ai.models.function import FunctionModel  # noqa: E402
+from fastmcp.client.transports import StdioTransport
+from pydantic_ai.mcp import MCPToolset
+from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.models.function import FunctionModel
+
+from pydantic_ai import Agent
 
 pytestmark = pytest.mark.e2e
 KINDS = ("mcp-http", "mcp-stdio", "http-tool")
@@ -93,13 +94,11 @@ async def test_default_no_identity_reaches_the_tool(kind, servers, stdio_command
 
 
 @pytest.mark.parametrize("kind", KINDS)
-async def test_allowlisted_destination_gets_exactly_the_documented_keys(kind, servers, stdio_commands, planted,
-                                                                         guard):
+async def test_allowlisted_destination_gets_exactly_the_documented_keys(kind, servers, stdio_commands, planted, guard):
     ok, other, entry = _targets(kind, servers, stdio_commands)
     guard(allowlist=[entry])
     received, result = await _received(kind, ok)
-    assert _identity_of(received) == {"gen_ai.conversation.id": "pa-conv",
-                                      "agent_identity.execution.id": result.run_id}
+    assert _identity_of(received) == {"gen_ai.conversation.id": "pa-conv", "agent_identity.execution.id": result.run_id}
     assert "gen_ai.agent" not in repr(received) and "alice" not in repr(received)
     received, result = await _received(kind, other)
     assert_no_identity(received)

@@ -26,8 +26,9 @@ def servers():
     started = {}
     try:
         for kind, spans in KINDS:
-            started[kind, spans] = h.start_server(str(SERVER), f"upstream-{kind}", None, "--kind", kind,
-                                                  OTEL_INSTRUMENTATION_A2A_SDK_ENABLED=spans)
+            started[kind, spans] = h.start_server(
+                str(SERVER), f"upstream-{kind}", None, "--kind", kind, OTEL_INSTRUMENTATION_A2A_SDK_ENABLED=spans
+            )
         yield {key: url for key, (_proc, url) in started.items()}
     finally:
         for proc, _url in started.values():
@@ -45,11 +46,14 @@ async def test_allowlisted_caller_ids_inside_the_serving_code(servers, guard, ex
     guard(allowlist=[url])
     with otel_agent_identity.delegation(key="order-42:charge") as delegation_id:
         got = await _ask(url)
-    (client,) = [s for s in exporter.get_finished_spans() if s.kind is SpanKind.CLIENT
-                 and s.name.startswith("invoke_agent")]
-    assert got == {"conversation_id": None,  # a first turn: the send continues no context
-                   "execution_id": client.attributes["agent_identity.execution.id"],
-                   "delegation_id": delegation_id}
+    (client,) = [
+        s for s in exporter.get_finished_spans() if s.kind is SpanKind.CLIENT and s.name.startswith("invoke_agent")
+    ]
+    assert got == {
+        "conversation_id": None,  # a first turn: the send continues no context
+        "execution_id": client.attributes["agent_identity.execution.id"],
+        "delegation_id": delegation_id,
+    }
 
 
 @pytest.mark.parametrize("kind,spans", [KINDS[0], KINDS[2]])

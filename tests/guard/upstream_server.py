@@ -12,14 +12,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 
-from a2a.helpers.proto_helpers import new_text_message  # noqa: E402
-from a2a.server.agent_execution import AgentExecutor  # noqa: E402
-from agent_framework import Agent, Content  # noqa: E402
-from agent_framework.a2a import A2AExecutor  # noqa: E402
+from a2a.helpers.proto_helpers import new_text_message
+from a2a.server.agent_execution import AgentExecutor
+from a2a_serve import serve
+from agent_framework.a2a import A2AExecutor
+from offline_chat import OfflineChatClient
 
-import otel_agent_identity  # noqa: E402
-from offline_chat import OfflineChatClient  # noqa: E402
-from a2a_serve import serve  # noqa: E402
+import otel_agent_identity
+from agent_framework import Agent, Content
 
 
 def seen() -> str:

@@ -37,14 +37,21 @@ def make_agent(name: str = "weather_agent", checkpointer: Any = "memory"):
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # create_react_agent is deprecated in favour of langchain's
-        return create_react_agent(OfflineToolModel(), [get_weather], name=name,
-                                  checkpointer=InMemorySaver() if checkpointer == "memory" else checkpointer)
+        return create_react_agent(
+            OfflineToolModel(),
+            [get_weather],
+            name=name,
+            checkpointer=InMemorySaver() if checkpointer == "memory" else checkpointer,
+        )
 
 
 def seen_counts(result: dict) -> list[int]:
     """The ``seen=<n>`` counts the model reported in a graph's final messages."""
-    return [int(m.content.split()[0].split("=")[1]) for m in result["messages"]
-            if isinstance(m, AIMessage) and m.content.startswith("seen=")]
+    return [
+        int(m.content.split()[0].split("=")[1])
+        for m in result["messages"]
+        if isinstance(m, AIMessage) and m.content.startswith("seen=")
+    ]
 
 
 class S(TypedDict):

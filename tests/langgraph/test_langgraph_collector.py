@@ -9,9 +9,8 @@ import os
 import subprocess
 import sys
 
-import pytest
-
 import a2a_harness as h
+import pytest
 
 COLLECTOR = os.environ.get("AGENT_IDENTITY_COLLECTOR")
 APP = h.EXAMPLES / "langgraph_app.py"
@@ -32,8 +31,9 @@ def run(tmp_path_factory):
         cmd = [str(h.LAUNCHER), sys.executable, str(APP), "--specialist", url, "--turns", str(TURNS)]
         for thread in THREADS:
             cmd += ["--thread", thread]
-        proc = subprocess.run(cmd, env=h.otel_env("langgraph-app", collector.endpoint), capture_output=True,
-                              text=True, timeout=120)
+        proc = subprocess.run(
+            cmd, env=h.otel_env("langgraph-app", collector.endpoint), capture_output=True, text=True, timeout=120
+        )
         assert proc.returncode == 0, proc.stderr[-3000:]
         records = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith('{"thread"')]
         spans = h.wait_for_hops(collector.spans_file, len(records))
@@ -47,7 +47,8 @@ def run(tmp_path_factory):
 def test_the_graph_resumed_each_threads_history(run):
     records, _ = run
     assert [(r["thread"], r["turn"], r["seen"]) for r in records] == [
-        (t, turn, 3 + 4 * (turn - 1)) for t in THREADS for turn in range(1, TURNS + 1)]
+        (t, turn, 3 + 4 * (turn - 1)) for t in THREADS for turn in range(1, TURNS + 1)
+    ]
 
 
 def test_every_span_of_a_graph_run_carries_its_thread_and_execution(run):

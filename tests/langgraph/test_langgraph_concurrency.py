@@ -21,7 +21,9 @@ def _check(exporter, threads):
         inside = in_run(spans, run)
         covered += len(inside)
         assert len(inside) == 4
-        assert {(s.attributes[CONV], s.attributes[EXEC]) for s in inside} == {(run.attributes[CONV], run.attributes[EXEC])}
+        assert {(s.attributes[CONV], s.attributes[EXEC]) for s in inside} == {
+            (run.attributes[CONV], run.attributes[EXEC])
+        }
         (tool,) = [s for s in inside if s.name.startswith("execute_tool")]
         assert tool.attributes["offline.city"] == run.attributes[CONV]  # no bleed between threads
     assert covered == len(spans)

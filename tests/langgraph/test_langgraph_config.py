@@ -19,17 +19,35 @@ from otel_agent_identity.adapters.langgraph import effective_thread_id
 
 _UID = uuid.UUID("12345678-1234-5678-1234-567812345678")
 _CONFIGS = [
-    None, {}, {"configurable": {}}, {"configurable": {"thread_id": "own"}}, {"configurable": {"thread_id": None}},
-    {"configurable": {"thread_id": 7}}, {"configurable": {"thread_id": _UID}}, {"configurable": {"user": "u"}},
-    {"configurable": {"checkpoint_ns": "ns"}}, {"configurable": {"checkpoint_id": ""}},
-    {"configurable": {"checkpoint_map": {}}}, {"configurable": {"checkpoint_map": {"": "c"}}},
-    {"configurable": {"checkpoint_ns": None, "user": "u"}}, {"thread_id": "top"}, {"thread_id": None},
-    {"thread_id": []}, {"thread_id": "top", "configurable": {"thread_id": "own"}}, {"run_id": _UID, "tags": ["t"]},
-    {"configurable": None}, UserDict({"configurable": {"thread_id": "mapping"}}),
+    None,
+    {},
+    {"configurable": {}},
+    {"configurable": {"thread_id": "own"}},
+    {"configurable": {"thread_id": None}},
+    {"configurable": {"thread_id": 7}},
+    {"configurable": {"thread_id": _UID}},
+    {"configurable": {"user": "u"}},
+    {"configurable": {"checkpoint_ns": "ns"}},
+    {"configurable": {"checkpoint_id": ""}},
+    {"configurable": {"checkpoint_map": {}}},
+    {"configurable": {"checkpoint_map": {"": "c"}}},
+    {"configurable": {"checkpoint_ns": None, "user": "u"}},
+    {"thread_id": "top"},
+    {"thread_id": None},
+    {"thread_id": []},
+    {"thread_id": "top", "configurable": {"thread_id": "own"}},
+    {"run_id": _UID, "tags": ["t"]},
+    {"configurable": None},
+    UserDict({"configurable": {"thread_id": "mapping"}}),
 ]
 _INHERITED = [
-    None, {}, {"tags": ["p"]}, {"configurable": {}}, {"configurable": {"thread_id": "parent"}},
-    {"configurable": {"thread_id": "parent", "checkpoint_ns": "step:1", "user": "p"}}, {"configurable": {"user": "p"}},
+    None,
+    {},
+    {"tags": ["p"]},
+    {"configurable": {}},
+    {"configurable": {"thread_id": "parent"}},
+    {"configurable": {"thread_id": "parent", "checkpoint_ns": "step:1", "user": "p"}},
+    {"configurable": {"user": "p"}},
 ]
 
 
@@ -57,11 +75,15 @@ def test_real_runs_report_the_thread_their_nodes_run_in(instrumentor, exporter):
     log = []
     refine, top_key, bound = _recording("refine", log), _recording("top_key", log), _recording("bound", log)
     bound = bound.with_config(thread_id="bound-thread")
-    parent = counter_graph("parent", lambda s: (
-        refine.invoke(s, {"configurable": {"user": "u"}}),  # no coordinate: keeps the parent's thread
-        top_key.invoke(s, {"thread_id": "top-thread"}),  # a top-level key LangGraph moves into configurable
-        bound.invoke(s),  # bound with with_config(thread_id=...)
-        {"x": s["x"] + 1})[-1])
+    parent = counter_graph(
+        "parent",
+        lambda s: (
+            refine.invoke(s, {"configurable": {"user": "u"}}),  # no coordinate: keeps the parent's thread
+            top_key.invoke(s, {"thread_id": "top-thread"}),  # a top-level key LangGraph moves into configurable
+            bound.invoke(s),  # bound with with_config(thread_id=...)
+            {"x": s["x"] + 1},
+        )[-1],
+    )
     assert parent.invoke({"x": 0}, {"thread_id": "conv-parent"}) == {"x": 1}
     # ground truth: the thread LangGraph ran each child's node in
     truth = dict(log)
@@ -81,6 +103,8 @@ def test_an_override_gets_the_whole_effective_config(instrumentor, exporter):
         graph.invoke({"x": 0}, {"configurable": {"thread_id": "t"}, "tags": ["call"]})
     finally:
         otel_agent_identity.registry.unregister(CompiledStateGraph)
-    assert seen and seen[0]["configurable"] == {"user": "ann", "thread_id": "t"} and seen[0]["tags"] == ["bound", "call"]
+    assert (
+        seen and seen[0]["configurable"] == {"user": "ann", "thread_id": "t"} and seen[0]["tags"] == ["bound", "call"]
+    )
     (span,) = exporter.get_finished_spans()
     assert span.attributes[CONV] == "o"

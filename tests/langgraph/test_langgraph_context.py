@@ -14,8 +14,8 @@ from lg_support import CONV, EXEC, agent_spans, counter_graph
 from opentelemetry import context, trace
 from opentelemetry.instrumentation.utils import suppress_instrumentation
 
-from app_shapes import LIMITS, NAME, SHAPES, check, run_shape
 import otel_agent_identity
+from app_shapes import LIMITS, NAME, SHAPES, check, run_shape
 from otel_agent_identity import AgentIdentityInstrumentor
 
 tracer = trace.get_tracer("lg-context-tests")
@@ -54,8 +54,11 @@ def test_public_api_goes_with_the_context_to_a_worker(instrumentor, exporter, su
         seen["scope"] = submit(pool, otel_agent_identity.current_scope).result(10)
         return {"x": s["x"] + 1}
 
-    with ThreadPoolExecutor(max_workers=1) as pool, ThreadPoolExecutor(max_workers=1) as runs, \
-            otel_agent_identity.execution("job-42"):
+    with (
+        ThreadPoolExecutor(max_workers=1) as pool,
+        ThreadPoolExecutor(max_workers=1) as runs,
+        otel_agent_identity.execution("job-42"),
+    ):
         graph = counter_graph("supplied", node=node)
         submit(runs, graph.invoke, {"x": 0}, {"configurable": {"thread_id": "conv-api"}}).result(10)
     (run,) = agent_spans(exporter.get_finished_spans())

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from lg_support import agent_spans, counter_graph
+
 from unprintable import Unprintable, assert_error_span
 
 

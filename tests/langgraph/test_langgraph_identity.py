@@ -40,7 +40,9 @@ def test_two_turns_on_one_thread_with_a_tool(instrumentor, exporter):
         inside = in_run(spans, run)
         # the model ran twice and the tool once, in LangGraph's executor threads: all carry the ids
         assert sorted(s.name for s in inside) == ["chat offline", "chat offline", "execute_tool get_weather", run.name]
-        assert {(s.attributes[CONV], s.attributes[EXEC]) for s in inside} == {(run.attributes[CONV], run.attributes[EXEC])}
+        assert {(s.attributes[CONV], s.attributes[EXEC]) for s in inside} == {
+            (run.attributes[CONV], run.attributes[EXEC])
+        }
     assert len(in_run(spans, runs[0])) + len(in_run(spans, runs[1])) + len(in_run(spans, runs[2])) == len(spans)
 
 
@@ -87,7 +89,8 @@ def test_thread_ids_of_other_types(instrumentor, exporter, caplog):
 
 def test_registered_override_wins(instrumentor, exporter):
     otel_agent_identity.register_extractor(
-        CompiledStateGraph, lambda graph, config, call: f"app-{config['configurable']['user']}")
+        CompiledStateGraph, lambda graph, config, call: f"app-{config['configurable']['user']}"
+    )
     try:
         counter_graph("g").invoke({"x": 0}, {"configurable": {"thread_id": "t", "user": "ann"}})
     finally:

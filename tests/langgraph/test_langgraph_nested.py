@@ -53,11 +53,13 @@ def test_three_nested_shapes_record_the_parent_and_their_real_thread(instrumento
     inline = _recording_child("inline", log)
     own_saver = InMemorySaver()
     own = _recording_child("own", log, own_saver)
-    parent = _parent({
-        "subgraph_node": sub,  # a compiled graph added as a node
-        "call_inline": lambda s: inline.invoke(s),  # invoked in a node, no config
-        "call_own": lambda s: own.invoke(s, {"configurable": {"thread_id": "child-thread"}}),
-    })
+    parent = _parent(
+        {
+            "subgraph_node": sub,  # a compiled graph added as a node
+            "call_inline": lambda s: inline.invoke(s),  # invoked in a node, no config
+            "call_own": lambda s: own.invoke(s, {"configurable": {"thread_id": "child-thread"}}),
+        }
+    )
     assert parent.invoke({"x": 0}, {"configurable": {"thread_id": "conv-parent"}}) == {"x": 3}
     # ground truth: LangGraph ran the first two in the parent's thread, the third in its own
     assert log == [("sub", "conv-parent"), ("inline", "conv-parent"), ("own", "child-thread")]
@@ -87,6 +89,7 @@ def test_parallel_children_do_not_share_ids(instrumentor, exporter):
         def node(state):
             child.invoke(state)
             return {}  # siblings in one step may not all write x
+
         return node
 
     parent = _parent({f"n{i}": caller(c) for i, c in enumerate(children.values())}, parallel=True)
@@ -121,7 +124,10 @@ def test_interrupt_leaving_a_subgraph_is_not_a_failure_and_resume_continues(inst
     assert [r.name for r in runs] == ["invoke_agent approval", "invoke_agent parent"] * 2
     assert all(r.status.status_code == StatusCode.UNSET for r in runs)  # GraphInterrupt is control flow
     assert {r.attributes[CONV] for r in runs} == {"conv-hitl"}
-    assert runs[0].attributes[PARENT] == runs[1].attributes[EXEC] and runs[2].attributes[PARENT] == runs[3].attributes[EXEC]
+    assert (
+        runs[0].attributes[PARENT] == runs[1].attributes[EXEC]
+        and runs[2].attributes[PARENT] == runs[3].attributes[EXEC]
+    )
     assert len({r.attributes[EXEC] for r in runs}) == 4
 
 

@@ -75,9 +75,16 @@ def test_a_graph_without_messages_records_the_checkpoint_or_nothing(instrumentor
     assert ("invoke_agent plain", None) in spans
 
 
-@pytest.mark.parametrize("messages,expected", [
-    ([HumanMessage("a")], False), ([HumanMessage("a"), AIMessage("b"), HumanMessage("c")], True),
-    ({"x": 1}, None), (None, None), ("text", None)])
+@pytest.mark.parametrize(
+    "messages,expected",
+    [
+        ([HumanMessage("a")], False),
+        ([HumanMessage("a"), AIMessage("b"), HumanMessage("c")], True),
+        ({"x": 1}, None),
+        (None, None),
+        ("text", None),
+    ],
+)
 def test_carries_history(messages, expected):
     from otel_agent_identity.adapters.langgraph import carries_history
 

@@ -45,8 +45,16 @@ ENTRY_POINTS = {
     "ainvoke": (1, lambda a: a.ainvoke(IN, CFG)),
     "stream": (1, lambda a: _final(list(a.stream(IN, CFG, stream_mode="values")))),
     "astream": (1, lambda a: _acollect(a.astream(IN, CFG, stream_mode="values"))),
-    "batch": (2, lambda a: a.batch([IN, IN], [{"configurable": {"thread_id": "b1"}}, {"configurable": {"thread_id": "b2"}}])[0]),
-    "abatch": (2, lambda a: _first(a.abatch([IN, IN], [{"configurable": {"thread_id": "b1"}}, {"configurable": {"thread_id": "b2"}}]))),
+    "batch": (
+        2,
+        lambda a: a.batch([IN, IN], [{"configurable": {"thread_id": "b1"}}, {"configurable": {"thread_id": "b2"}}])[0],
+    ),
+    "abatch": (
+        2,
+        lambda a: _first(
+            a.abatch([IN, IN], [{"configurable": {"thread_id": "b1"}}, {"configurable": {"thread_id": "b2"}}])
+        ),
+    ),
     "astream_events": (1, lambda a: _aevents(a.astream_events(IN, CFG, version="v2"))),
     "stream_events_v3": (1, _stream_events_v3),
     "astream_events_v3": (1, _astream_events_v3),
@@ -62,7 +70,9 @@ async def _first(coro):
 
 
 async def _aevents(agen):
-    return _final([e async for e in agen if e["event"] == "on_chain_end" and e["name"] == "weather_agent"])["data"]["output"]
+    return _final([e async for e in agen if e["event"] == "on_chain_end" and e["name"] == "weather_agent"])["data"][
+        "output"
+    ]
 
 
 @pytest.mark.parametrize("entry", list(ENTRY_POINTS))
@@ -77,7 +87,12 @@ async def test_every_entry_point_one_span_per_run(instrumentor, exporter, entry)
     assert len(agents) == runs and len({a.attributes[EXEC] for a in agents}) == runs
     for agent in agents:
         inside = in_run(spans, agent)
-        assert sorted(s.name for s in inside) == ["chat offline", "chat offline", "execute_tool get_weather", agent.name]
+        assert sorted(s.name for s in inside) == [
+            "chat offline",
+            "chat offline",
+            "execute_tool get_weather",
+            agent.name,
+        ]
         assert {s.attributes[EXEC] for s in inside} == {agent.attributes[EXEC]}
         assert {s.attributes[CONV] for s in inside} == {agent.attributes[CONV]}
     assert sum(len(in_run(spans, a)) for a in agents) == len(spans)

@@ -14,9 +14,8 @@ os.environ.pop("OPENAI_API_KEY", None)
 os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from agents import set_trace_processors, set_tracing_disabled  # noqa: E402
-
-from oa_helpers import LocalService  # noqa: E402
+from agents import set_trace_processors, set_tracing_disabled
+from oa_helpers import LocalService
 
 
 @pytest.fixture(autouse=True)

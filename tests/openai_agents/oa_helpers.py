@@ -50,8 +50,13 @@ def lookup(city: str) -> str:
 
 
 def agent_with_tool(name: str, steps: list, tools: list | None = None, **kwargs) -> Agent:
-    return Agent(name=name, instructions="be brief", model=ScriptedModel(steps),
-                 tools=[lookup] if tools is None else tools, **kwargs)
+    return Agent(
+        name=name,
+        instructions="be brief",
+        model=ScriptedModel(steps),
+        tools=[lookup] if tools is None else tools,
+        **kwargs,
+    )
 
 
 def spans_named(spans, prefix: str) -> list:
@@ -59,7 +64,7 @@ def spans_named(spans, prefix: str) -> list:
 
 
 class _Handler(BaseHTTPRequestHandler):
-    server: "LocalService._Server"
+    server: LocalService._Server
 
     def log_message(self, *args: Any) -> None:
         pass
@@ -76,7 +81,7 @@ class _Handler(BaseHTTPRequestHandler):
         n = int(self.headers.get("content-length") or 0)
         return json.loads(self.rfile.read(n) or b"{}")
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         store = self.server.conversations
         parts = self.path.split("?")[0].strip("/").split("/")
         if parts[:2] == ["v1", "conversations"] and len(parts) == 4 and parts[3] == "items":
@@ -85,7 +90,7 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._send({"path": self.path, "headers": dict(self.headers)})
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         store = self.server.conversations
         parts = self.path.split("?")[0].strip("/").split("/")
         body = self._body()
@@ -117,7 +122,7 @@ class LocalService:
         daemon_threads = True
         conversations: dict
 
-    def __enter__(self) -> "LocalService":
+    def __enter__(self) -> LocalService:
         self._server = self._Server(("127.0.0.1", 0), _Handler)
         self._server.conversations = {}
         self.conversations = self._server.conversations

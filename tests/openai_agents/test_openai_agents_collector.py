@@ -12,9 +12,8 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "collector"))
-import collector_support as cs  # noqa: E402
-
-from oa_helpers import CONV, EXEC, LAST_AGENT, PARENT_CONV, PARENT_EXEC  # noqa: E402
+import collector_support as cs
+from oa_helpers import CONV, EXEC, LAST_AGENT, PARENT_CONV, PARENT_EXEC
 
 pytestmark = [
     pytest.mark.e2e,
@@ -30,20 +29,30 @@ CLIENT = 3  # OTLP span kind
 def spans(tmp_path_factory):
     collector = cs.start_collector("single-node.yaml", tmp_path_factory.mktemp("openai-agents"))
     try:
-        env = dict(os.environ, OTEL_SERVICE_NAME="support-app", OTEL_TRACES_EXPORTER="otlp",
-                   OTEL_EXPORTER_OTLP_PROTOCOL="http/protobuf",
-                   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=f"{collector.endpoint}/v1/traces",
-                   OTEL_METRICS_EXPORTER="none", OTEL_LOGS_EXPORTER="none", OTEL_BSP_SCHEDULE_DELAY="200")
+        env = dict(
+            os.environ,
+            OTEL_SERVICE_NAME="support-app",
+            OTEL_TRACES_EXPORTER="otlp",
+            OTEL_EXPORTER_OTLP_PROTOCOL="http/protobuf",
+            OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=f"{collector.endpoint}/v1/traces",
+            OTEL_METRICS_EXPORTER="none",
+            OTEL_LOGS_EXPORTER="none",
+            OTEL_BSP_SCHEDULE_DELAY="200",
+        )
         env.pop("OPENAI_API_KEY", None)
-        proc = subprocess.run([str(LAUNCHER), sys.executable, str(APP)], env=env, capture_output=True,
-                              text=True, timeout=120, check=True)
+        proc = subprocess.run(
+            [str(LAUNCHER), sys.executable, str(APP)], env=env, capture_output=True, text=True, timeout=120, check=True
+        )
         lines = [line for line in proc.stderr.splitlines() if line.startswith("[turn")]
         # ground truth: turn 2 and 3 resumed the session's history; turn 3 was handed off
         seen = [int(line.rsplit("seen ", 1)[1].rstrip(")")) for line in lines]
         assert len(seen) == 3 and seen[0] < seen[1] < seen[2], proc.stderr
         assert lines[2].startswith("[turn 3] weather_agent:")
-        found = cs.wait_for(lambda: (s := cs.read_spans(collector.spans_file)) and len(s) >= 7 and s,
-                            30, "the app's 7 spans in the collector's output")
+        found = cs.wait_for(
+            lambda: (s := cs.read_spans(collector.spans_file)) and len(s) >= 7 and s,
+            30,
+            "the app's 7 spans in the collector's output",
+        )
         yield found
     finally:
         collector.stop()

@@ -8,11 +8,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from agents import Runner, SQLiteSession, function_tool
+from oa_helpers import CONV, EXEC, agent_with_tool, call_tool, reply_seen, spans_named
 from opentelemetry import trace
 from opentelemetry.instrumentation.utils import suppress_instrumentation
 
 from app_shapes import LIMITS, NAME, SHAPES, check, run_shape
-from oa_helpers import CONV, EXEC, agent_with_tool, call_tool, reply_seen, spans_named
 
 tracer = trace.get_tracer("oa-context-tests")
 _POOL: dict = {}

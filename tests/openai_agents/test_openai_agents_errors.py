@@ -10,6 +10,7 @@ import logging
 import pytest
 from agents import Agent, Runner
 from agents.testing import ModelStep, ScriptedModel
+
 from unprintable import Unprintable, assert_error_span
 
 
@@ -38,8 +39,7 @@ def test_run_sync_propagates_an_exception_whose_str_raises(instrumentor, exporte
     assert_error_span(_agent_span(exporter))
 
 
-async def test_run_streamed_propagates_it_and_the_span_ends_with_the_error(instrumentor, exporter,
-                                                                          caplog):
+async def test_run_streamed_propagates_it_and_the_span_ends_with_the_error(instrumentor, exporter, caplog):
     error = Unprintable()
     with caplog.at_level(logging.ERROR, logger="asyncio"):
         result = Runner.run_streamed(_failing_agent(error), "hi")

@@ -9,11 +9,19 @@ import httpx
 import pytest
 from agents import Agent, RunConfig, Runner, SQLiteSession, function_tool
 from agents.testing import ModelStep, ScriptedModel, assistant_message
+from oa_helpers import (
+    CONV,
+    EXEC,
+    LAST_AGENT,
+    PARENT_CONV,
+    PARENT_EXEC,
+    agent_with_tool,
+    call_tool,
+    reply_seen,
+    spans_named,
+)
 from opentelemetry import trace
 from opentelemetry.instrumentation.httpx import HTTPXClientInstrumentor
-
-from oa_helpers import (CONV, EXEC, LAST_AGENT, PARENT_CONV, PARENT_EXEC, agent_with_tool, call_tool,
-                        reply_seen, spans_named)
 
 
 def _one(spans, prefix):
@@ -107,10 +115,15 @@ async def test_conversation_id_argument_is_the_conversation(instrumentor, export
 
 
 async def test_previous_response_id_chain_is_not_a_conversation(instrumentor, exporter):
-    agent = Agent(name="chained", model=ScriptedModel([
-        ModelStep(output=[assistant_message("one")], response_id="resp_1"),
-        ModelStep(output=[assistant_message("two")], response_id="resp_2"),
-    ]))
+    agent = Agent(
+        name="chained",
+        model=ScriptedModel(
+            [
+                ModelStep(output=[assistant_message("one")], response_id="resp_1"),
+                ModelStep(output=[assistant_message("two")], response_id="resp_2"),
+            ]
+        ),
+    )
     first = await Runner.run(agent, "hi")
     second = await Runner.run(agent, "again", previous_response_id=first.last_response_id)
     assert agent.model.last_call.previous_response_id == "resp_1"  # ground truth: the chain was used
@@ -124,8 +137,12 @@ async def test_group_id_is_the_conversation_only_when_opted_in(tracer_provider, 
     from otel_agent_identity import AgentIdentityInstrumentor
 
     config = RunConfig(group_id="thread-7")
-    cases = [("unset", None, {}, False), ("env_false", "false", {}, False), ("env_true", "true", {}, True),
-             ("kwarg", "false", {"openai_agents_group_id_as_conversation": True}, True)]  # the argument wins
+    cases = [
+        ("unset", None, {}, False),
+        ("env_false", "false", {}, False),
+        ("env_true", "true", {}, True),
+        ("kwarg", "false", {"openai_agents_group_id_as_conversation": True}, True),
+    ]  # the argument wins
     for name, env, kwargs, opted_in in cases:
         monkeypatch.delenv("OTEL_INSTRUMENTATION_AGENT_IDENTITY_OPENAI_AGENTS_GROUP_ID_AS_CONVERSATION", raising=False)
         if env is not None:
@@ -134,8 +151,12 @@ async def test_group_id_is_the_conversation_only_when_opted_in(tracer_provider, 
         inst.instrument(tracer_provider=tracer_provider, **kwargs)
         try:
             await Runner.run(agent_with_tool(name, [reply_seen()]), "hi", run_config=config)
-            await Runner.run(agent_with_tool(name, [reply_seen()]), "hi", run_config={"group_id": "thread-7"},
-                             session=SQLiteSession("conv-s"))  # a session wins over group_id
+            await Runner.run(
+                agent_with_tool(name, [reply_seen()]),
+                "hi",
+                run_config={"group_id": "thread-7"},
+                session=SQLiteSession("conv-s"),
+            )  # a session wins over group_id
         finally:
             inst.uninstrument()
         plain, with_session = spans_named(exporter.get_finished_spans(), f"invoke_agent {name}")
@@ -145,8 +166,7 @@ async def test_group_id_is_the_conversation_only_when_opted_in(tracer_provider, 
 
 async def test_handoff_stays_in_the_run_and_records_the_last_agent(instrumentor, exporter):
     weather = agent_with_tool("weather_agent", [call_tool("lookup", {"city": "Bern"}), reply_seen()])
-    triage = Agent(name="triage", model=ScriptedModel([call_tool("transfer_to_weather_agent", {})]),
-                   handoffs=[weather])
+    triage = Agent(name="triage", model=ScriptedModel([call_tool("transfer_to_weather_agent", {})]), handoffs=[weather])
     result = await Runner.run(triage, "weather?", session=SQLiteSession("conv-h"))
     assert result.last_agent is weather and result.final_output.startswith("seen")
     spans = exporter.get_finished_spans()
@@ -158,16 +178,27 @@ async def test_handoff_stays_in_the_run_and_records_the_last_agent(instrumentor,
 
 @pytest.mark.parametrize("own_session,streamed", [(False, False), (True, False), (False, True)])
 async def test_agent_as_tool_is_a_nested_run(instrumentor, exporter, own_session, streamed):
-    weather = agent_with_tool("weather_agent", [call_tool("lookup", {"city": "Paris"}),
-                                                ModelStep(output=[assistant_message("sunny in Paris")])])
+    weather = agent_with_tool(
+        "weather_agent",
+        [call_tool("lookup", {"city": "Paris"}), ModelStep(output=[assistant_message("sunny in Paris")])],
+    )
     events = []
-    as_tool = weather.as_tool(tool_name="ask_weather", tool_description="Ask the weather agent",
-                              session=SQLiteSession("conv-weather") if own_session else None,
-                              on_stream=events.append if streamed else None)  # on_stream: a nested run_streamed
-    boss = Agent(name="boss", tools=[as_tool], model=ScriptedModel([
-        call_tool("ask_weather", {"input": "Paris?"}),
-        ModelStep.respond(lambda call: [assistant_message(str(call.input[-1]["output"]))]),
-    ]))
+    as_tool = weather.as_tool(
+        tool_name="ask_weather",
+        tool_description="Ask the weather agent",
+        session=SQLiteSession("conv-weather") if own_session else None,
+        on_stream=events.append if streamed else None,
+    )  # on_stream: a nested run_streamed
+    boss = Agent(
+        name="boss",
+        tools=[as_tool],
+        model=ScriptedModel(
+            [
+                call_tool("ask_weather", {"input": "Paris?"}),
+                ModelStep.respond(lambda call: [assistant_message(str(call.input[-1]["output"]))]),
+            ]
+        ),
+    )
     result = await Runner.run(boss, "weather in Paris?", session=SQLiteSession("conv-boss"))
     assert result.final_output == "sunny in Paris"  # the nested run really ran (no tool error)
     assert bool(events) == streamed
@@ -192,6 +223,7 @@ async def test_agent_as_tool_is_a_nested_run(instrumentor, exporter, own_session
 async def test_http_call_from_a_tool_carries_the_ids(instrumentor, exporter, service):
     HTTPXClientInstrumentor().instrument()
     try:
+
         @function_tool
         async def fetch(path: str) -> str:
             """Fetch a path from the local service."""
@@ -308,7 +340,11 @@ async def test_span_names_follow_the_agent_name_run_by_run(instrumentor, exporte
     nameless = agent.clone(name="", model=ScriptedModel([reply_seen()]))
     await Runner.run(nameless, "hi")
     spans = spans_named(exporter.get_finished_spans(), "invoke_agent")
-    assert [s.name for s in spans] == ["invoke_agent first", "invoke_agent renamed", "invoke_agent cloned",
-                                       "invoke_agent Agent"]
+    assert [s.name for s in spans] == [
+        "invoke_agent first",
+        "invoke_agent renamed",
+        "invoke_agent cloned",
+        "invoke_agent Agent",
+    ]
     assert [s.attributes["gen_ai.agent.name"] for s in spans] == ["first", "renamed", "cloned", "Agent"]
     assert [s.attributes[LAST_AGENT] for s in spans] == ["first", "renamed", "cloned", ""]

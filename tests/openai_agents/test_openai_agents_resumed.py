@@ -12,11 +12,10 @@ from pathlib import Path
 
 from agents import Agent, Runner, SQLiteSession
 from agents.testing import ScriptedModel
-
 from oa_helpers import reply_seen, spans_named
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "agent_framework"))
-from responses_standin import ResponsesStandIn  # noqa: E402
+from responses_standin import ResponsesStandIn
 
 RESUMED = "agent_identity.conversation.resumed"
 

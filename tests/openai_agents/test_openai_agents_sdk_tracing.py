@@ -10,9 +10,9 @@ from agents.memory import OpenAIConversationsSession
 from agents.run import AgentRunner
 from agents.testing import ModelStep, ScriptedModel, assistant_message
 from agents.tracing import TracingProcessor
+from oa_helpers import CONV, EXEC, agent_with_tool, call_tool, lookup, reply_seen, spans_named
 from openai import AsyncOpenAI
 
-from oa_helpers import CONV, EXEC, agent_with_tool, call_tool, lookup, reply_seen, spans_named
 from otel_agent_identity import AgentIdentityInstrumentor
 from otel_agent_identity.adapters import openai_agents as oa_adapter
 

@@ -47,9 +47,15 @@ PEERS = {
     # streaming, tracing-error and scripted-model tests (where the plugin wraps and records).
     "openai_agents": Peer(
         "openai-agents",
-        subset=("tests/test_tracing_errors.py", "tests/test_tracing_errors_streamed.py", "tests/test_scripted_model.py",
-                "tests/test_agent_runner.py", "tests/test_agent_runner_streamed.py", "tests/test_agent_runner_sync.py",
-                "tests/test_run_error_details.py"),
+        subset=(
+            "tests/test_tracing_errors.py",
+            "tests/test_tracing_errors_streamed.py",
+            "tests/test_scripted_model.py",
+            "tests/test_agent_runner.py",
+            "tests/test_agent_runner_streamed.py",
+            "tests/test_agent_runner_sync.py",
+            "tests/test_run_error_details.py",
+        ),
         full=("tests",),
     ),
     # NO_DOCKER=true: the in-memory and SQLite savers, caches and stores only (Postgres and Redis
@@ -58,8 +64,12 @@ PEERS = {
     # 2-core machine it reorders with the plugin's per-run cost added (passes 6/6 run alone).
     "langgraph": Peer(
         "langgraph",
-        subset=("tests/test_pregel.py", "tests/test_pregel_async.py", "-k",
-                "not redis and not postgres and not test_imp_nested"),
+        subset=(
+            "tests/test_pregel.py",
+            "tests/test_pregel_async.py",
+            "-k",
+            "not redis and not postgres and not test_imp_nested",
+        ),
         full=("tests", "-k", "not redis and not postgres and not test_imp_nested"),
         env=(("NO_DOCKER", "true"),),
     ),
@@ -73,8 +83,22 @@ def sdist(dist: str) -> Path:
     wanted = f"{dist}-{ver}.tar.gz".replace("-", "_").lower()
     found = [p for p in CACHE.glob("*.tar.gz") if p.name.replace("-", "_").lower() == wanted]
     if not found:
-        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-binary", ":all:", "--no-deps",
-                        f"{dist}=={ver}", "-d", str(CACHE)], check=True)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "-q",
+                "--no-binary",
+                ":all:",
+                "--no-deps",
+                f"{dist}=={ver}",
+                "-d",
+                str(CACHE),
+            ],
+            check=True,
+        )
         found = [p for p in CACHE.glob("*.tar.gz") if p.name.replace("-", "_").lower() == wanted]
     archive = found[0]
     target = CACHE / archive.name[: -len(".tar.gz")]
@@ -89,9 +113,21 @@ def run_suite(peer: Peer, where: Path, args: tuple[str, ...], plugin: bool, repo
     env = dict(os.environ, **dict(peer.env))
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HERE), env.get("PYTHONPATH")]))
     env.pop("OTEL_PYTHON_DISABLED_INSTRUMENTATIONS", None)
-    command = [sys.executable, "-m", "pytest", *args, "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
-               "--continue-on-collection-errors",  # a module needing an absent extra (litellm...) is left out
-               f"--junitxml={report}", "-o", "junit_family=xunit2"]
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        *args,
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:randomly",
+        "--continue-on-collection-errors",  # a module needing an absent extra (litellm...) is left out
+        f"--junitxml={report}",
+        "-o",
+        "junit_family=xunit2",
+    ]
     if plugin:
         command[3:3] = ["-p", "agent_identity_peer_plugin"]
     subprocess.run(command, cwd=where, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -105,8 +141,15 @@ def outcomes(report: Path) -> dict[str, str]:
     for case in ET.parse(report).getroot().iter("testcase"):
         key = f"{case.get('classname')}::{case.get('name')}"
         tags = {child.tag for child in case}
-        out[key] = ("failed" if "failure" in tags else "error" if "error" in tags
-                    else "skipped" if "skipped" in tags else "passed")
+        out[key] = (
+            "failed"
+            if "failure" in tags
+            else "error"
+            if "error" in tags
+            else "skipped"
+            if "skipped" in tags
+            else "passed"
+        )
     return out
 
 
@@ -137,11 +180,15 @@ def compare(name: str, full: bool, tests: tuple[str, ...] = ()) -> dict:
         confirmed = [k for k in broken if again_without.get(k) == "passed" and again_with.get(k) in ("failed", "error")]
     count = lambda d, o: sum(1 for v in d.values() if v == o)  # noqa: E731
     return {
-        "peer": name, "version": version(peer.dist), "full": full, "args": list(args),
+        "peer": name,
+        "version": version(peer.dist),
+        "full": full,
+        "args": list(args),
         "seconds": round(time.monotonic() - started, 1),
         "without": {o: count(without, o) for o in ("passed", "failed", "error", "skipped")},
         "with": {o: count(with_plugin, o) for o in ("passed", "failed", "error", "skipped")},
-        "regressions": confirmed, "flaky": sorted(set(broken) - set(confirmed)),
+        "regressions": confirmed,
+        "flaky": sorted(set(broken) - set(confirmed)),
     }
 
 

@@ -12,9 +12,8 @@ import os
 import subprocess
 from pathlib import Path
 
-import pytest
-
 import a2a_harness as h
+import pytest
 
 pytest.importorskip("pydantic_ai")
 
@@ -29,8 +28,9 @@ pytestmark = [pytest.mark.e2e, pytest.mark.collector]
 
 def _start_specialist(shape: str, endpoint: str, truth: Path):
     native = ["--native"] if shape == "forgetful" else []
-    return h.start_server(SPECIALIST, f"pa-{shape}", endpoint, "--shape", shape, "--truth", str(truth), *native,
-                          stdout=subprocess.DEVNULL)
+    return h.start_server(
+        SPECIALIST, f"pa-{shape}", endpoint, "--shape", shape, "--truth", str(truth), *native, stdout=subprocess.DEVNULL
+    )
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +43,8 @@ def run(tmp_path_factory):
 def test_the_caller_kept_each_conversations_history(run):
     records, _, _ = run
     assert [(r["conversation"], r["turn"], r["seen"]) for r in records] == [
-        (f"conv-{s}", turn, 3 + 4 * (turn - 1)) for s in SHAPES for turn in range(1, TURNS + 1)]
+        (f"conv-{s}", turn, 3 + 4 * (turn - 1)) for s in SHAPES for turn in range(1, TURNS + 1)
+    ]
 
 
 def test_every_caller_span_carries_its_conversation_and_run_id(run):
@@ -64,8 +65,11 @@ def test_the_specialists_serving_runs_record_resumed(run):
     records, spans, truth = run
     for rec in records:
         shape = rec["conversation"].removeprefix("conv-")
-        served = [s for s in spans if s.trace_id == rec["trace_id"] and s.service == f"pa-{shape}"
-                  and s.name.startswith("invoke_agent")]
+        served = [
+            s
+            for s in spans
+            if s.trace_id == rec["trace_id"] and s.service == f"pa-{shape}" and s.name.startswith("invoke_agent")
+        ]
         (agent,) = served  # one agent span: the framework's, enriched, when its instrumentation is on
         assert ("gen_ai.agent.call.id" in agent.attributes) is (shape == "forgetful")
         assert agent.attributes[RESUMED] is (shape == "history" and rec["turn"] > 1)

@@ -8,10 +8,11 @@ import asyncio
 import logging
 
 import pytest
-from opentelemetry import trace
 from offline_pydantic_ai import echo_model, seen, tool_model
-from pydantic_ai import Agent, RunContext
+from opentelemetry import trace
 from pydantic_ai.models.function import FunctionModel
+
+from pydantic_ai import Agent, RunContext
 
 TRACER = trace.get_tracer("app")
 CONV, EXEC = "gen_ai.conversation.id", "agent_identity.execution.id"
@@ -191,7 +192,6 @@ def test_unknown_version_is_skipped_with_one_warning(monkeypatch, caplog):
         assert _load_adapter("pydantic_ai", adapter.__name__) is None
     messages = [r.getMessage() for r in caplog.records]
     assert len(messages) == 1 and "skipping pydantic_ai" in messages[0]
-
 
 
 def test_no_frame_of_ours_where_pydantic_ai_reads_its_callers_frames(instrumentor, exporter, monkeypatch):

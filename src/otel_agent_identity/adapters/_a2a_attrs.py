@@ -11,7 +11,7 @@ context the server answered in; ``Message.task_id`` / ``Task.id`` / ``*UpdateEve
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 from urllib.parse import urlsplit
 
 from opentelemetry.semconv.attributes.error_attributes import ERROR_TYPE
@@ -23,7 +23,7 @@ SEND_MESSAGE = "SendMessage"
 SEND_STREAMING_MESSAGE = "SendStreamingMessage"
 
 
-def _str(value: Any) -> Optional[str]:
+def _str(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
@@ -40,7 +40,7 @@ def client_streams(client: Any) -> bool:
     return bool(getattr(config, "streaming", False) and getattr(caps, "streaming", False))
 
 
-def card_name(client: Any) -> Optional[str]:
+def card_name(client: Any) -> str | None:
     """The target Agent Card's ``name`` (str) or None."""
     return _str(getattr(getattr(client, "_card", None), "name", None))
 
@@ -78,7 +78,7 @@ def request_attributes(request: Any, client: Any = None, *, streaming: bool = Fa
     return out
 
 
-def transport_url(client: Any) -> Optional[str]:
+def transport_url(client: Any) -> str | None:
     """The URL (str) a ``BaseClient`` sends to, or None."""
     return _str(getattr(getattr(client, "_transport", None), "url", None))
 
@@ -133,7 +133,7 @@ def event_facts(item: Any) -> dict[str, Any]:
             from a2a.types import TaskState
 
             out["state"] = TaskState.Name(state)
-        except Exception:  # noqa: BLE001 - unknown enum value
+        except Exception:
             pass
     return out
 
@@ -151,12 +151,12 @@ def mark_failed_task(span: Any, observed: dict[str, Any]) -> None:
         span.set_attribute(ERROR_TYPE, state)
 
 
-def requested_context(message: Any) -> Optional[str]:
+def requested_context(message: Any) -> str | None:
     """The ``context_id`` (str) a request ``Message`` asked to continue, None on a first turn."""
     return _str(getattr(message, "context_id", None))
 
 
-def mark_changed(span: Any, requested: Optional[str], answered: Optional[str]) -> bool:
+def mark_changed(span: Any, requested: str | None, answered: str | None) -> bool:
     """``agent_identity.conversation.changed=true`` on ``span`` when a response's ``context_id``
     differs from the non-empty requested one (a callee that answered in another context).
     Returns True when this call marked it (False when it was marked already or is not a change)."""

@@ -13,13 +13,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import weakref
-from typing import Any, Mapping, Optional
+from collections.abc import Mapping
+from typing import Any
 
 import wrapt
-from opentelemetry import baggage
+from opentelemetry import baggage, trace
 from opentelemetry import context as otel_context
 from opentelemetry.baggage.propagation import W3CBaggagePropagator
-from opentelemetry import trace
 from opentelemetry.trace import SpanKind
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
@@ -46,7 +46,7 @@ def _headers(call_context: Any) -> Mapping[str, str]:
         grpc_context = state.get("grpc_context")
         try:
             headers = dict(grpc_context.invocation_metadata() or ()) if grpc_context is not None else {}
-        except Exception:  # noqa: BLE001 - not a servicer context
+        except Exception:
             headers = {}
     return {str(k).lower(): v for k, v in headers.items() if isinstance(v, str)}
 
@@ -64,7 +64,7 @@ def _parent(headers: Mapping[str, str]) -> otel_context.Context:
     return extracted
 
 
-def _agent_name(handler: Any) -> Optional[str]:
+def _agent_name(handler: Any) -> str | None:
     card = getattr(handler, "_agent_card", None) or getattr(handler, "agent_card", None)
     name = getattr(card, "name", None)
     return name if isinstance(name, str) and name else None
@@ -77,7 +77,7 @@ def _inbound(span: Any, headers: Mapping[str, str], ctx: otel_context.Context) -
         return ctx
     try:
         return boundary.inbound_context(span, baggage.get_all(_BAGGAGE.extract(headers)), ctx)
-    except Exception:  # noqa: BLE001
+    except Exception:
         _logger.debug("otel-agent-identity: recording upstream identity failed", exc_info=True)
         return ctx
 
@@ -104,7 +104,7 @@ def start_server_span(tracer: trace.Tracer, handler: Any, params: Any, call_cont
     return span, continuity.with_serving_requested(ctx, facts.requested_context(message), span)
 
 
-def _served_delegation(span: Any, message: Any, agent: Optional[str], ctx: Any) -> Any:
+def _served_delegation(span: Any, message: Any, agent: str | None, ctx: Any) -> Any:
     """The request's delegation: the id an allowlisted caller forwarded (baggage, the same for a
     retry from another process), else the one the caller derives from ``Message.message_id`` (a
     re-sent message). A delegation this process already received marks the span
@@ -113,15 +113,18 @@ def _served_delegation(span: Any, message: Any, agent: Optional[str], ctx: Any) 
     (:func:`otel_agent_identity.continuity.note_execution`)."""
     forwarded = (getattr(span, "attributes", None) or {}).get(attrs.UPSTREAM_DELEGATION_ID)
     message_id = getattr(message, "message_id", None)
-    key = forwarded if isinstance(forwarded, str) and forwarded else (
-        delegation_id_of(message_id) if isinstance(message_id, str) and message_id else None)
+    key = (
+        forwarded
+        if isinstance(forwarded, str) and forwarded
+        else (delegation_id_of(message_id) if isinstance(message_id, str) and message_id else None)
+    )
     if key and continuity.served_delegations.seen_before(key):
         span.set_attribute(attrs.DELEGATION_REDELIVERED, True)
         metrics.count(metrics.DELEGATION_DUPLICATE_DELIVERIES, agent=agent, framework="a2a")
     return continuity.with_served_delegation(ctx, span, key, agent)
 
 
-def observe(span: Any, event: Any, requested: Optional[str] = None, ctx: Any = None) -> None:
+def observe(span: Any, event: Any, requested: str | None = None, ctx: Any = None) -> None:
     """Put an outgoing event's task id, state and context id (the context the server answered
     in) on the span; ``agent_identity.conversation.changed`` when it is not the ``requested`` one.
     ``ctx``: the request's context (the serving run's agent conversation is remembered under the
@@ -137,24 +140,25 @@ def observe(span: Any, event: Any, requested: Optional[str] = None, ctx: Any = N
                 continuity.served_context(ctx, seen["context_id"])
             set_ids(span, {attrs.GEN_AI_CONVERSATION_ID: seen["context_id"]})
             if facts.mark_changed(span, requested, seen["context_id"]):
-                metrics.count(metrics.CONVERSATION_CHANGES, agent=_span_agent(span), framework="a2a",
-                              reason=metrics.REASON_SERVED)
-    except Exception:  # noqa: BLE001
+                metrics.count(
+                    metrics.CONVERSATION_CHANGES, agent=_span_agent(span), framework="a2a", reason=metrics.REASON_SERVED
+                )
+    except Exception:
         _logger.debug("otel-agent-identity: could not read an a2a server event", exc_info=True)
 
 
-def _span_agent(span: Any) -> Optional[str]:
+def _span_agent(span: Any) -> str | None:
     return (getattr(span, "attributes", None) or {}).get(attrs.GEN_AI_AGENT_NAME)
 
 
-def end(span: Any, error: Optional[BaseException] = None) -> None:
+def end(span: Any, error: BaseException | None = None) -> None:
     """End the SERVER span, with ERROR status and ``error.type`` when ``error`` (the handler's own
     exception, which the caller re-raises) is a failure. Never raises."""
     if error is not None and not is_one_of(error, (GeneratorExit, asyncio.CancelledError)):
         record_error(span, error)
     try:
         span.end()
-    except Exception:  # noqa: BLE001 - a span processor that raises on end
+    except Exception:
         _logger.debug("otel-agent-identity: ending an a2a server span failed", exc_info=True)
 
 
@@ -169,7 +173,7 @@ def server_wrapper(tracer: trace.Tracer, streaming: bool):
             call_context = args[1] if len(args) > 1 else kwargs.get("context")
             span, ctx = start_server_span(tracer, instance, params, call_context, streaming)
             requested = facts.requested_context(getattr(params, "message", None))
-        except Exception:  # noqa: BLE001 - never break the application
+        except Exception:
             _logger.debug("otel-agent-identity: a2a server span failed", exc_info=True)
             return wrapped(*args, **kwargs)
         if streaming:
@@ -207,7 +211,7 @@ class ServerStream(wrapt.ObjectProxy):
     failed, cancelled, closed, or dropped unfinished (a client that abandons an SSE response:
     the route's generators are closed, never this stream, which is then collected)."""
 
-    def __init__(self, wrapped: Any, span: Any, ctx: Any, requested: Optional[str] = None) -> None:
+    def __init__(self, wrapped: Any, span: Any, ctx: Any, requested: str | None = None) -> None:
         super().__init__(wrapped)
         self._self_span = span
         self._self_ctx = ctx
@@ -218,7 +222,7 @@ class ServerStream(wrapt.ObjectProxy):
     def __aiter__(self):
         return self
 
-    def _finish(self, error: Optional[BaseException] = None) -> None:
+    def _finish(self, error: BaseException | None = None) -> None:
         _end_once(self._self_done, self._self_span, error)
 
     async def __anext__(self):
@@ -243,7 +247,7 @@ class ServerStream(wrapt.ObjectProxy):
             self._finish()
 
 
-def _end_once(done: list, span: Any, error: Optional[BaseException] = None) -> None:
+def _end_once(done: list, span: Any, error: BaseException | None = None) -> None:
     if not done[0]:
         done[0] = True
         end(span, error)

@@ -25,7 +25,7 @@ the serving agent run is its descendant. Attributes: :mod:`otel_agent_identity.a
 from __future__ import annotations
 
 import logging
-from typing import Any, Optional
+from typing import Any
 
 import wrapt
 from opentelemetry import trace
@@ -56,11 +56,11 @@ class SendTarget:
     request had none (first turn). Register an override for ``BaseClient`` to report another id.
     """
 
-    def __init__(self, context_id: Optional[str]) -> None:
+    def __init__(self, context_id: str | None) -> None:
         self.context_id = context_id or None
 
 
-def context_rule(agent: Any, session: Any, call: Any) -> Optional[str]:
+def context_rule(agent: Any, session: Any, call: Any) -> str | None:
     """Framework rule of a direct send: the A2A ``contextId`` (str) of :class:`SendTarget`."""
     return getattr(session, "context_id", None)
 
@@ -86,7 +86,7 @@ def inject_trace_context(request_context: Any, ctx: Any = None) -> Any:
     return request_context.model_copy(update={"service_parameters": params})
 
 
-def _enclosing_agent_span(scope: Any) -> Optional[trace.Span]:
+def _enclosing_agent_span(scope: Any) -> trace.Span | None:
     """The CLIENT ``invoke_agent`` span of an ``A2AAgent`` run, when this send is that run's."""
     span = trace.get_current_span()
     if scope is None or scope.delegation_id is None or not span.is_recording():
@@ -106,7 +106,7 @@ def _send_wrapper(handler: RunHandler):
             if hop is not None:
                 request = args[0] if args else kwargs.get("request")
                 requested = facts.requested_context(getattr(request, "message", None))
-        except Exception:  # noqa: BLE001 - never break the application
+        except Exception:
             _logger.debug("otel-agent-identity: a2a send tracking failed", exc_info=True)
             hop = None
         if hop is None:
@@ -150,8 +150,12 @@ def _begin_send(handler: RunHandler, client: Any, args: tuple, kwargs: dict):
         spec_attrs[attrs.GEN_AI_AGENT_NAME] = name
     target = SendTarget(getattr(message, "context_id", None))
     run = handler.start(
-        framework=NAME, agent=client, session=target,
-        args=args, kwargs=kwargs, rule=context_rule,
+        framework=NAME,
+        agent=client,
+        session=target,
+        args=args,
+        kwargs=kwargs,
+        rule=context_rule,
         span=SpanSpec(f"{attrs.INVOKE_AGENT} {name or 'a2a'}", SpanKind.CLIENT, spec_attrs),
         delegation_id=did,
     )
@@ -162,12 +166,12 @@ def _begin_send(handler: RunHandler, client: Any, args: tuple, kwargs: dict):
     return run, run.span, target, kwargs, memo
 
 
-def _remote_key(client: Any) -> Optional[str]:
+def _remote_key(client: Any) -> str | None:
     """The remote agent of a send: its Agent Card ``name``, else the transport URL."""
     return facts.card_name(client) or facts.transport_url(client)
 
 
-def _check_restart(span: Any, own: Optional[str], client: Any, message: Any, framework: str):
+def _check_restart(span: Any, own: str | None, client: Any, message: Any, framework: str):
     """A delegate restarted: in the caller's conversation ``own`` a context was in effect with this
     remote agent and the send requests another one (or none). Marks ``span`` with the previous
     context and counts it, unless inside :func:`otel_agent_identity.new_conversation`.
@@ -199,8 +203,15 @@ class SendStream(wrapt.ObjectProxy):
     a session, whose extractor has nothing to report: set here).
     """
 
-    def __init__(self, wrapped: Any, span: Any, scope: Any, target: Optional[SendTarget],
-                 requested: Optional[str] = None, memo: Optional[tuple] = None) -> None:
+    def __init__(
+        self,
+        wrapped: Any,
+        span: Any,
+        scope: Any,
+        target: SendTarget | None,
+        requested: str | None = None,
+        memo: tuple | None = None,
+    ) -> None:
         super().__init__(wrapped)
         self._self_memo = memo
         self._self_span = span
@@ -225,11 +236,15 @@ class SendStream(wrapt.ObjectProxy):
                 span.set_attributes(facts.event_attributes(observed))
                 facts.mark_failed_task(span, observed)
                 if facts.mark_changed(span, self._self_requested, assigned):
-                    metrics.count(metrics.CONVERSATION_CHANGES, agent=(getattr(span, "attributes", None) or {}).get(attrs.GEN_AI_AGENT_NAME),
-                                  framework=NAME, reason=metrics.REASON_CALLEE)
+                    metrics.count(
+                        metrics.CONVERSATION_CHANGES,
+                        agent=(getattr(span, "attributes", None) or {}).get(attrs.GEN_AI_AGENT_NAME),
+                        framework=NAME,
+                        reason=metrics.REASON_CALLEE,
+                    )
             if assigned and self._self_memo is not None:  # the context in effect with this remote agent
                 continuity.delegate_contexts.remember(*self._self_memo, assigned)
-        except Exception:  # noqa: BLE001
+        except Exception:
             _logger.debug("otel-agent-identity: could not read an a2a event", exc_info=True)
         return item
 
@@ -270,5 +285,3 @@ def uninstrument() -> None:
     while _wrapped:
         cls, method = _wrapped.pop()
         unwrap(cls, method)
-
-

@@ -32,10 +32,9 @@ every run, so only the a2a-sdk adapter sees it (it refines the id at the send, a
 
 from __future__ import annotations
 
-from typing import Any, Optional
-
 import inspect
 import logging
+from typing import Any
 
 from opentelemetry import trace
 from opentelemetry.instrumentation.utils import unwrap
@@ -44,8 +43,8 @@ from wrapt import wrap_function_wrapper
 
 from otel_agent_identity import attributes as attrs
 from otel_agent_identity._runs import RunHandler, SpanSpec
-from otel_agent_identity.span_processor import attributes_of, replace_ending, set_trusted
 from otel_agent_identity.scope import current_scope, new_delegation_id
+from otel_agent_identity.span_processor import attributes_of, replace_ending, set_trusted
 
 _logger = logging.getLogger(__name__)
 
@@ -97,7 +96,7 @@ def _is_response_id(client: Any, value: Any) -> bool:
     return isinstance(value, str) and not value.startswith("conv_") and _is_responses_client(client)
 
 
-def _shared_session(session: Any, call: Any) -> Optional[str]:
+def _shared_session(session: Any, call: Any) -> str | None:
     """The enclosing run's conversation id when this run was handed its session
     (``as_tool(propagate_session=True)`` passes ``AgentSession(session_id=parent.session_id)``)."""
     outer = call.outer
@@ -107,7 +106,7 @@ def _shared_session(session: Any, call: Any) -> Optional[str]:
     return outer.conversation_id
 
 
-def agent_step(agent: Any, session: Any, call: Any) -> Optional[str]:
+def agent_step(agent: Any, session: Any, call: Any) -> str | None:
     """The agent's own ``_get_otel_conversation_id(session)``, except for a session shared with the
     enclosing run (the service state of the sub-agent's copy is isolated, not the story) and a
     response id of the OpenAI Responses client (a chain's next ``previous_response_id``, new every
@@ -120,7 +119,7 @@ def agent_step(agent: Any, session: Any, call: Any) -> Optional[str]:
     return value
 
 
-def session_rule(agent: Any, session: Any, call: Any) -> Optional[str]:
+def session_rule(agent: Any, session: Any, call: Any) -> str | None:
     """Framework rule: the durable ``AgentSession.session_id`` (str), unless the service will name
     the conversation.
 
@@ -150,7 +149,7 @@ def session_rule(agent: Any, session: Any, call: Any) -> Optional[str]:
     return None if store else sid
 
 
-def resumed_state(agent: Any, session: Any) -> Optional[bool]:
+def resumed_state(agent: Any, session: Any) -> bool | None:
     """Whether a run of ``agent`` on ``session`` (an ``AgentSession``, before the run) resumes
     prior conversation state.
 
@@ -192,7 +191,7 @@ def _load_history_types() -> None:
 _FRAMEWORK_PROVIDER = "microsoft.agent_framework"  # what the framework's own invoke_agent spans say
 
 
-def _str(value: Any) -> Optional[str]:
+def _str(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
@@ -200,14 +199,21 @@ def _span_spec(agent: Any, kind: str) -> SpanSpec:
     """The span we create: ``invoke_agent {name}`` (CLIENT for an ``A2AAgent``), or
     ``invoke_workflow {name}`` for a ``WorkflowAgent``, with the GenAI semconv attributes."""
     name = _str(getattr(agent, "name", None)) or _str(getattr(agent, "id", None)) or type(agent).__name__
-    provider = (_str(getattr(agent, "otel_provider_name", None))
-                or _str(getattr(type(agent), "AGENT_PROVIDER_NAME", None)) or _FRAMEWORK_PROVIDER)
+    provider = (
+        _str(getattr(agent, "otel_provider_name", None))
+        or _str(getattr(type(agent), "AGENT_PROVIDER_NAME", None))
+        or _FRAMEWORK_PROVIDER
+    )
     operation = attrs.INVOKE_WORKFLOW if kind == "workflow" else attrs.INVOKE_AGENT
     span_attrs: dict[str, Any] = {
-        attrs.GEN_AI_OPERATION_NAME: operation, attrs.GEN_AI_PROVIDER_NAME: provider, attrs.GEN_AI_AGENT_NAME: name,
+        attrs.GEN_AI_OPERATION_NAME: operation,
+        attrs.GEN_AI_PROVIDER_NAME: provider,
+        attrs.GEN_AI_AGENT_NAME: name,
     }
-    for key, value in ((attrs.GEN_AI_AGENT_ID, getattr(agent, "id", None)),
-                       (attrs.GEN_AI_AGENT_DESCRIPTION, getattr(agent, "description", None))):
+    for key, value in (
+        (attrs.GEN_AI_AGENT_ID, getattr(agent, "id", None)),
+        (attrs.GEN_AI_AGENT_DESCRIPTION, getattr(agent, "description", None)),
+    ):
         if _str(value):
             span_attrs[key] = value
     if kind == "workflow":
@@ -221,7 +227,7 @@ def _span_spec(agent: Any, kind: str) -> SpanSpec:
     return SpanSpec(f"{operation} {name}", span_kind, span_attrs)
 
 
-def _a2a_protocol_version(agent: Any) -> Optional[str]:
+def _a2a_protocol_version(agent: Any) -> str | None:
     """The A2A protocol version an ``A2AAgent``'s a2a-sdk client speaks: its transport's Agent Card
     interface's ``protocol_version``; a legacy (``Compat*``) transport speaks 0.3; an interface
     without one gets a2a-sdk's ``PROTOCOL_VERSION_CURRENT`` (what its transports send in ``A2A-Version``)."""
@@ -242,7 +248,7 @@ def _a2a_protocol_version(agent: Any) -> Optional[str]:
     return PROTOCOL_VERSION_CURRENT
 
 
-def _last_message_id(args: tuple, kwargs: dict) -> Optional[str]:
+def _last_message_id(args: tuple, kwargs: dict) -> str | None:
     """``message_id`` (str) of the last input message of ``run(messages, ...)``, else None."""
     messages = args[0] if args else kwargs.get("messages")
     if isinstance(messages, (list, tuple)):
@@ -256,15 +262,22 @@ def _run_wrapper(handler: RunHandler, kind: str):
     if kind == "plain_workflow":
         return lambda wrapped, instance, args, kwargs: _workflow_run(handler, wrapped, instance, args, kwargs)
     if kind == "agent":
+
         def agent_wrapper(wrapped, instance, args, kwargs):
             try:
                 session = kwargs.get("session")
                 run = handler.start(
-                    framework=NAME, agent=instance, session=session, args=args, kwargs=kwargs, rule=session_rule,
+                    framework=NAME,
+                    agent=instance,
+                    session=session,
+                    args=args,
+                    kwargs=kwargs,
+                    rule=session_rule,
                     span=None if _observability.OBSERVABILITY_SETTINGS.ENABLED else _span_spec(instance, kind),
-                    resumed=resumed_state(instance, session), agent_step=agent_step,
+                    resumed=resumed_state(instance, session),
+                    agent_step=agent_step,
                 )
-            except Exception:  # noqa: BLE001 - never break the application
+            except Exception:
                 run = None
             if run is None:
                 return wrapped(*args, **kwargs)
@@ -277,11 +290,16 @@ def _run_wrapper(handler: RunHandler, kind: str):
         try:
             delegation_id = new_delegation_id(_last_message_id(args, kwargs)) if kind == "a2a" else None
             run = handler.start(
-                framework=NAME, agent=instance, session=kwargs.get("session"), args=args, kwargs=kwargs,
-                rule=None if kind == "a2a" else session_rule, span=_span_spec(instance, kind),
+                framework=NAME,
+                agent=instance,
+                session=kwargs.get("session"),
+                args=args,
+                kwargs=kwargs,
+                rule=None if kind == "a2a" else session_rule,
+                span=_span_spec(instance, kind),
                 delegation_id=delegation_id,
             )
-        except Exception:  # noqa: BLE001 - never break the application
+        except Exception:
             run = None
         if run is None:
             return wrapped(*args, **kwargs)
@@ -300,7 +318,7 @@ def _workflow_run(handler: RunHandler, wrapped, instance, args, kwargs):
         if outer is not None and getattr(outer.owner, "workflow", None) is instance:
             return wrapped(*args, **kwargs)  # part of that WorkflowAgent's run
         run = handler.start(framework=NAME, agent=instance, session=None, args=args, kwargs=kwargs, claim=False)
-    except Exception:  # noqa: BLE001
+    except Exception:
         run = None
     if run is None:
         return wrapped(*args, **kwargs)
@@ -342,7 +360,7 @@ def _chat_wrapper(handler: RunHandler):
             return wrapped(*args, **kwargs)  # nothing to learn (the chat span is corrected as it ends)
         try:
             span = trace.get_current_span()  # the framework's chat span (it is current here)
-        except Exception:  # noqa: BLE001
+        except Exception:
             span = trace.INVALID_SPAN  # learning below then sets no attribute on it
         return _learn_from(wrapped(*args, **kwargs), instance, scope, span)
 
@@ -357,12 +375,13 @@ def _learn_from(result, instance, scope, span):
         if inspect.iscoroutine(result):
             return _await_and_learn(result, scope, span, instance)
         if hasattr(result, "with_result_hook"):
+
             def _hook(final):
                 _learn(scope, span, final, instance)
                 return final
 
             return result.with_result_hook(_hook)
-    except Exception:  # noqa: BLE001
+    except Exception:
         pass
     return result
 
@@ -371,7 +390,7 @@ async def _await_and_learn(coro, scope, span, client):
     response = await coro
     try:
         _learn(scope, span, response, client)
-    except Exception:  # noqa: BLE001
+    except Exception:
         pass
     return response
 
@@ -385,8 +404,9 @@ def instrument(handler: RunHandler) -> None:
     _load_history_types()
     _is_local_sentinel = getattr(importlib.import_module("agent_framework"), "is_local_history_conversation_id", None)
     if _is_local_sentinel is None:
-        _is_local_sentinel = getattr(importlib.import_module("agent_framework._sessions"),
-                                     "is_local_history_conversation_id", None)
+        _is_local_sentinel = getattr(
+            importlib.import_module("agent_framework._sessions"), "is_local_history_conversation_id", None
+        )
     for module_name, cls_name, method in _TARGETS:
         try:
             module = importlib.import_module(module_name)

@@ -46,7 +46,7 @@ import contextvars
 import inspect
 import sys
 import weakref
-from typing import Any, Optional
+from typing import Any
 from uuid import uuid4
 
 from opentelemetry.instrumentation.utils import unwrap
@@ -84,12 +84,12 @@ _SESSION_READERS = [
 
 _wrapped: list[tuple[Any, str]] = []
 #: (instance, run) whose dispatch is running now: its session resolver's result is the run's id
-_RESOLVING: contextvars.ContextVar[Optional[tuple]] = contextvars.ContextVar("otel_agent_identity_agno", default=None)
+_RESOLVING: contextvars.ContextVar[tuple | None] = contextvars.ContextVar("otel_agent_identity_agno", default=None)
 #: background runs waiting for the task Agno spawns for them, by id() of their scope
-_HANDOFFS: "weakref.WeakValueDictionary[int, Any]" = weakref.WeakValueDictionary()
+_HANDOFFS: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
 
 
-def session_rule(agent: Any, session: Any, call: Any) -> Optional[str]:
+def session_rule(agent: Any, session: Any, call: Any) -> str | None:
     """Framework rule: the session id (str) Agno runs with.
 
     ``session`` is the session id the caller gave (the ``session_id`` argument, or the continued
@@ -189,12 +189,17 @@ def _run_wrapper(handler: RunHandler, kind: str, method: str, sig: _Signature):
                 if not run_id:
                     run_id = str(uuid4())  # what Agno does itself when none is given
                     if run_at is not None and run_at < len(args):
-                        call_args = args[:run_at] + (run_id,) + args[run_at + 1:]
+                        call_args = args[:run_at] + (run_id,) + args[run_at + 1 :]
                     else:
                         call_kwargs = {**kwargs, "run_id": run_id}
             run = handler.start(
-                framework=NAME, agent=instance, session=session_id, args=args, kwargs=kwargs,
-                rule=session_rule, span=_span_spec(instance, kind),
+                framework=NAME,
+                agent=instance,
+                session=session_id,
+                args=args,
+                kwargs=kwargs,
+                rule=session_rule,
+                span=_span_spec(instance, kind),
                 run_id=run_id if isinstance(run_id, str) else None,
                 recheck=not (isinstance(session_id, str) and session_id),  # a given session id stays
             )
@@ -204,7 +209,7 @@ def _run_wrapper(handler: RunHandler, kind: str, method: str, sig: _Signature):
             if run is not None and handed_background and sig.get(args, kwargs, "background"):
                 runner = run.hand_off()
                 _HANDOFFS[id(run.scope)] = runner
-        except Exception:  # noqa: BLE001 - never break the application
+        except Exception:
             run = None
         if run is None:
             return wrapped(*args, **kwargs)
@@ -242,7 +247,7 @@ def _resolver_wrapper(wrapped, instance, args, kwargs):
         owner = instance if instance is not None else (args[0] if args else None)
         if owner is resolving[0]:
             resolving[1].learn(result[0])
-    except Exception:  # noqa: BLE001
+    except Exception:
         pass
     return result
 
@@ -253,7 +258,7 @@ def _option(owner: Any, kwargs: dict, name: str) -> Any:
     return getattr(owner, name, None) if value is None else value
 
 
-def session_resumed(owner: Any, session: Any, kwargs: dict) -> Optional[bool]:
+def session_resumed(owner: Any, session: Any, kwargs: dict) -> bool | None:
     """Whether the run of ``owner`` (an Agent or Team, run with keyword arguments ``kwargs``) on
     the ``session`` Agno loaded for it resumes prior state that reaches the model (module
     docstring); None for a team member or workflow step (Agno reads no session of its own)."""
@@ -272,7 +277,7 @@ def _session_read_wrapper(wrapped, instance, args, kwargs):
     try:
         owner = args[0] if args else kwargs.get("agent", kwargs.get("team"))
         run = awaiting_run(owner)
-    except Exception:  # noqa: BLE001
+    except Exception:
         run = None
     result = wrapped(*args, **kwargs)
     if run is None:
@@ -292,7 +297,7 @@ async def _record_after(coro, run, owner):
 def _record_resumed(run: Any, owner: Any, session: Any) -> None:
     try:
         run.record_resumed(session_resumed(owner, session, run.call_kwargs or {}))
-    except Exception:  # noqa: BLE001
+    except Exception:
         pass
 
 
@@ -303,7 +308,7 @@ def _spawn_wrapper(wrapped, instance, args, kwargs):
         handoff = _HANDOFFS.pop(id(scope), None) if scope is not None else None
         if handoff is not None and args and inspect.iscoroutine(args[0]):
             args = (handoff.task(args[0]),) + tuple(args[1:])
-    except Exception:  # noqa: BLE001
+    except Exception:
         pass
     return wrapped(*args, **kwargs)
 

@@ -29,7 +29,7 @@ without a conversation id. Each step of the run's generator runs in its scope.
 from __future__ import annotations
 
 import importlib
-from typing import Any, Optional
+from typing import Any
 
 from opentelemetry import trace
 from opentelemetry.instrumentation.utils import unwrap
@@ -46,11 +46,11 @@ REQUIREMENTS = ("google-adk >= 2.13, < 3",)
 
 _wrapped: list[tuple[Any, str]] = []
 #: id(scope) -> _Pending: runs whose invocation ADK has not built yet (bounded: oldest dropped)
-_PENDING: dict[int, "_Pending"] = {}
+_PENDING: dict[int, _Pending] = {}
 _PENDING_MAX = 4096
 
 
-def session_rule(agent: Any, session_id: Any, call: Any) -> Optional[str]:
+def session_rule(agent: Any, session_id: Any, call: Any) -> str | None:
     """Framework rule: the run's ``session_id`` (str), passed in as the ``session``."""
     return session_id
 
@@ -59,7 +59,7 @@ class _Pending:
     """A run until ADK built its invocation: what the invocation tells (its id, the session's
     earlier events) reaches the run's scope and its agent span, whichever starts first."""
 
-    __slots__ = ("scope", "claim", "span", "known")
+    __slots__ = ("claim", "known", "scope", "span")
 
     def __init__(self, scope: Any) -> None:
         self.scope, self.claim, self.span, self.known = scope, scope.claim_agent_span, None, {}
@@ -104,15 +104,21 @@ def _run_wrapper(handler: RunHandler):
                 session_id = getattr(kwargs.get("session"), "id", None)
             invocation_id = kwargs.get("invocation_id")
             run = handler.start(
-                framework=NAME, agent=getattr(instance, "agent", None), session=session_id, args=args,
-                kwargs=kwargs, rule=session_rule, span=None,
-                run_id=invocation_id if type(invocation_id) is str else None, recheck=False,
+                framework=NAME,
+                agent=getattr(instance, "agent", None),
+                session=session_id,
+                args=args,
+                kwargs=kwargs,
+                rule=session_rule,
+                span=None,
+                run_id=invocation_id if type(invocation_id) is str else None,
+                recheck=False,
             )
             if run is not None:
                 if len(_PENDING) >= _PENDING_MAX:
                     del _PENDING[next(iter(_PENDING))]
                 _PENDING[id(run.scope)] = _Pending(run.scope)
-        except Exception:  # noqa: BLE001 - never break the application
+        except Exception:
             run = None
         if run is None:
             return wrapped(*args, **kwargs)
@@ -130,7 +136,7 @@ def _invocation_wrapper(wrapped, instance, args, kwargs):
         pending = _PENDING.pop(id(scope), None) if scope is not None else None
         if pending is not None and pending.scope is scope:
             pending.adopt(context)
-    except Exception:  # noqa: BLE001
+    except Exception:
         pass
     return context
 
@@ -140,7 +146,7 @@ def instrument(handler: RunHandler) -> None:
     Raises ImportError/AttributeError when this ADK has none of them (the instrumentor then skips
     the adapter with a warning)."""
     cls = importlib.import_module("google.adk.runners").Runner
-    getattr(cls, "_new_invocation_context")  # AttributeError: an unknown shape
+    cls._new_invocation_context  # AttributeError: an unknown shape
     for method in ("run_async", "run_live"):
         wrap_function_wrapper(cls, method, _run_wrapper(handler))
         _wrapped.append((cls, method))

@@ -79,7 +79,7 @@ def _filter_core_request(request: Any) -> None:
             if extra is not None:
                 headers.append((b"baggage", extra.encode("latin-1")))
         request.headers = headers
-    except Exception:  # noqa: BLE001
+    except Exception:
         _logger.debug("otel-agent-identity: could not filter an HTTP request", exc_info=True)
         request.headers = [(n, v) for n, v in request.headers if n.lower() != b"baggage"]
 
@@ -106,11 +106,11 @@ def _requests_wrapper(wrapped, instance, args, kwargs):
             request.headers.pop("baggage", None)
         else:
             request.headers["baggage"] = value
-    except Exception:  # noqa: BLE001
+    except Exception:
         _logger.debug("otel-agent-identity: could not filter an HTTP request", exc_info=True)
         try:
             request.headers.pop("baggage", None)
-        except Exception:  # noqa: BLE001
+        except Exception:
             pass
     return wrapped(*args, **kwargs)
 
@@ -143,8 +143,11 @@ def _urllib3_wrapper(wrapped, instance, args, kwargs):
     try:
         url = args[1] if len(args) > 1 else kwargs.get("url", "")
         if "://" not in url:  # origin form: the connection names the destination (a tunnel's real host)
-            https = type(instance).__name__ == "HTTPSConnection" or getattr(instance, "scheme", None) == "https" \
+            https = (
+                type(instance).__name__ == "HTTPSConnection"
+                or getattr(instance, "scheme", None) == "https"
                 or any(c.__name__ == "HTTPSConnection" for c in type(instance).__mro__)
+            )
             host = getattr(instance, "_tunnel_host", None) or instance.host
             port = getattr(instance, "_tunnel_port", None) or instance.port
             url = _url("https" if https else "http", host, port, url)
@@ -152,7 +155,7 @@ def _urllib3_wrapper(wrapped, instance, args, kwargs):
             args = args[:3] + (_filtered_mapping(args[3], boundary.Destination(url=url)),) + args[4:]
         else:
             kwargs = dict(kwargs, headers=_filtered_mapping(kwargs.get("headers"), boundary.Destination(url=url)))
-    except Exception:  # noqa: BLE001
+    except Exception:
         _logger.debug("otel-agent-identity: could not filter an HTTP request", exc_info=True)
         headers = args[3] if len(args) > 3 else kwargs.get("headers")
         if headers is not None:
@@ -170,22 +173,28 @@ async def _aiohttp_wrapper(wrapped, instance, args, kwargs):
     try:
         values = headers.getall("baggage", [])
         if values or boundary.policy().allowlist:
-            value = boundary.filter_baggage_header(",".join(values) if values else None,
-                                                   boundary.Destination(url=str(instance.url)))
+            value = boundary.filter_baggage_header(
+                ",".join(values) if values else None, boundary.Destination(url=str(instance.url))
+            )
             headers.popall("baggage", None)
             if value is not None:
                 headers["baggage"] = value
-    except Exception:  # noqa: BLE001
+    except Exception:
         _logger.debug("otel-agent-identity: could not filter an HTTP request", exc_info=True)
         try:
             headers.popall("baggage", None)
-        except Exception:  # noqa: BLE001
+        except Exception:
             pass
     return await wrapped(*args, **kwargs)
 
 
-_WRAPPERS = {"core": _core_wrapper, "core_async": _core_async_wrapper, "requests": _requests_wrapper,
-             "urllib3": _urllib3_wrapper, "aiohttp": _aiohttp_wrapper}
+_WRAPPERS = {
+    "core": _core_wrapper,
+    "core_async": _core_async_wrapper,
+    "requests": _requests_wrapper,
+    "urllib3": _urllib3_wrapper,
+    "aiohttp": _aiohttp_wrapper,
+}
 
 
 def instrument(handler: Any = None) -> None:

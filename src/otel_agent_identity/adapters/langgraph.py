@@ -56,7 +56,7 @@ from __future__ import annotations
 import logging
 import uuid
 from contextvars import ContextVar
-from typing import Any, Optional
+from typing import Any
 
 from opentelemetry.instrumentation.utils import unwrap
 from opentelemetry.trace import SpanKind
@@ -83,7 +83,7 @@ _SPECS: dict[str, SpanSpec] = {}  # graph name -> its span: bounded (emptied whe
 _SPECS_MAX = 256
 
 
-def thread_rule(graph: Any, config: Any, call: Any) -> Optional[Any]:
+def thread_rule(graph: Any, config: Any, call: Any) -> Any | None:
     """Framework rule: ``config["configurable"]["thread_id"]`` of the effective config.
 
     An int or ``uuid.UUID`` thread id is reported as ``str()`` (checkpointers key threads by it);
@@ -170,14 +170,17 @@ def _configurable(config: Any) -> Any:
     return None if own is None else _ODD
 
 
-def _run_id(run_id: Any, accepts: Any) -> Optional[str]:
+def _run_id(run_id: Any, accepts: Any) -> str | None:
     """``config["run_id"]`` (not None) as a str, or None (malformed, or the enclosing run's own id)."""
     value = str(run_id) if isinstance(run_id, (str, uuid.UUID)) else None
     if value is None or not accepts(value):
         if "run_id" not in _warned:
             _warned.add("run_id")
-            _logger.warning("otel-agent-identity: langgraph config run_id %s is not a usable id; a new "
-                            "execution id is generated (warned once)", type(run_id).__name__)
+            _logger.warning(
+                "otel-agent-identity: langgraph config run_id %s is not a usable id; a new "
+                "execution id is generated (warned once)",
+                type(run_id).__name__,
+            )
         return None
     outer = current_scope()
     return None if outer is not None and outer.execution_id == value else value
@@ -222,21 +225,28 @@ def _start(handler: RunHandler, instance: Any, args: tuple, kwargs: dict) -> Any
         # an extractor other than the thread rule reads the whole effective config: an override
         # registered for the graph's type, or the graph's own _get_otel_conversation_id
         if getattr(instance, "_get_otel_conversation_id", None) is not None or (
-                getattr(registry, "_by_type", True) and _has_override(registry, instance)):
+            getattr(registry, "_by_type", True) and _has_override(registry, instance)
+        ):
             session, rule = _ensure_config(instance.config, config), thread_rule
         else:
             session, rule = effective_thread_id(instance.config, config), _given_thread
             if type(session) is not str and session is not None:
                 session = _as_id(session)
         run = handler.start(
-            framework=NAME, agent=instance, session=session, args=args, kwargs=kwargs,
-            rule=rule, span=_span_spec(instance), run_id=run_id,
+            framework=NAME,
+            agent=instance,
+            session=session,
+            args=args,
+            kwargs=kwargs,
+            rule=rule,
+            span=_span_spec(instance),
+            run_id=run_id,
             recheck=False,  # the thread id comes from the call's config: it cannot change during the run
         )
         if run is not None:
             run.resumed_later()  # the loop's checkpoint read tells (_first_wrapper)
         return run
-    except Exception:  # noqa: BLE001 - never break the application
+    except Exception:
         _logger.debug("otel-agent-identity: langgraph run not tracked", exc_info=True)
         return None
 
@@ -295,7 +305,7 @@ async def _owning(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any
         _OWN_STREAM.reset(token)
 
 
-def carries_history(value: Any) -> Optional[bool]:
+def carries_history(value: Any) -> bool | None:
     """Whether a run's input carries earlier messages: a ``messages`` list (a dict input) or a
     list input of more than one message; None when the input holds no messages at all."""
     if type(value) is dict or isinstance(value, dict):
@@ -320,7 +330,7 @@ def _first_wrapper(wrapped, instance, args, kwargs):
             else:
                 carried = carries_history(instance.input)
                 run.record_resumed(False if carried is None and instance.checkpointer else carried)
-    except Exception:  # noqa: BLE001 - never break the run
+    except Exception:
         _logger.debug("otel-agent-identity: langgraph resumed not read", exc_info=True)
     return wrapped(*args, **kwargs)
 
@@ -343,8 +353,12 @@ def instrument(handler: RunHandler) -> None:
     _ensure_config, _child_config, _not_failures = ensure_config, var_child_runnable_config, (GraphBubbleUp,)
     _COORDINATES = tuple(_CHECKPOINT_COORDINATE_KEYS)
     _SPECS.clear()
-    wrappers = (("stream", _stream_wrapper), ("astream", _stream_wrapper),
-                ("invoke", _invoke_wrapper), ("ainvoke", _ainvoke_wrapper))
+    wrappers = (
+        ("stream", _stream_wrapper),
+        ("astream", _stream_wrapper),
+        ("invoke", _invoke_wrapper),
+        ("ainvoke", _ainvoke_wrapper),
+    )
     for method, make in wrappers:
         wrap_function_wrapper(Pregel, method, make(handler))
         _wrapped.append((Pregel, method))

@@ -25,7 +25,7 @@ import importlib
 import logging
 import os
 import sys
-from typing import Any, Optional
+from typing import Any
 
 from opentelemetry import baggage as otel_baggage
 from opentelemetry import trace
@@ -41,7 +41,7 @@ NAME = "mcp"
 REQUIREMENTS = ("mcp >= 2.3, < 3",)
 
 _logger = logging.getLogger(__name__)
-_DESTINATION: contextvars.ContextVar[Optional[Destination]] = contextvars.ContextVar(
+_DESTINATION: contextvars.ContextVar[Destination | None] = contextvars.ContextVar(
     "otel_agent_identity_mcp_destination", default=None
 )
 #: id(write stream) -> (write stream, destination), while the transport is open
@@ -61,7 +61,7 @@ class _Registering:
     def __init__(self, inner: Any, destination: Destination) -> None:
         self._inner = inner
         self.destination = destination
-        self._key: Optional[int] = None
+        self._key: int | None = None
 
     async def __aenter__(self) -> Any:
         streams = await self._inner.__aenter__()
@@ -69,7 +69,7 @@ class _Registering:
             write = streams[1]
             self._key = id(write)
             _streams[self._key] = (write, self.destination)
-        except Exception:  # noqa: BLE001 - an unknown shape stays unregistered (identity stripped)
+        except Exception:
             _logger.debug("otel-agent-identity: MCP transport streams not recognised", exc_info=True)
         return streams
 
@@ -100,7 +100,7 @@ def _transport_wrapper(name: str):
         inner = wrapped(*args, **kwargs)
         try:
             return _Registering(inner, _transport_destination(name, args, kwargs))
-        except Exception:  # noqa: BLE001
+        except Exception:
             return inner
 
     return wrapper
@@ -134,7 +134,7 @@ def _inject_wrapper(wrapped, instance, args, kwargs):
             filtered = boundary.filter_meta(meta, _DESTINATION.get())
             meta.clear()
             meta.update(filtered)
-    except Exception:  # noqa: BLE001
+    except Exception:
         _logger.debug("otel-agent-identity: MCP _meta filter failed; baggage removed", exc_info=True)
         if isinstance(meta, dict):
             for key in [k for k in meta if isinstance(k, str) and k.lower() == "baggage"]:
@@ -159,7 +159,7 @@ async def _server_wrapper(wrapped, instance, args, kwargs):
         return await wrapped(*args, **kwargs)
     try:
         forwarded = _forwarded(getattr(args[0], "meta", None))
-    except Exception:  # noqa: BLE001
+    except Exception:
         forwarded = {}
     if not forwarded or len(args) < 2:
         return await wrapped(*args, **kwargs)

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import importlib
 import weakref
-from typing import Any, Optional
+from typing import Any
 
 from opentelemetry.instrumentation.utils import unwrap
 from opentelemetry.trace import SpanKind
@@ -56,19 +56,19 @@ REQUIREMENTS = ("openai-agents >= 0.24, < 0.25",)
 _wrapped: list[tuple[Any, str]] = []
 _options: dict[str, Any] = {"group_id_as_conversation": False, "run_state": None}
 #: session -> scope of the run using it, for sessions whose id the service assigns during the run
-_pending: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictionary()
+_pending: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 #: agent name -> the span spec of its runs (see :func:`_spec_for`)
 _SPECS: dict[str, SpanSpec] = {}
 _SPECS_MAX = 256
 _NO_OPTIONS: dict[str, Any] = {}
 
 
-def conversation_rule(agent: Any, session: Any, call: Any) -> Optional[str]:
+def conversation_rule(agent: Any, session: Any, call: Any) -> str | None:
     """Framework rule (see the module docstring); ``call.kwargs`` are the run's options."""
     if session is not None:
         try:
             return session.session_id  # OpenAIConversationsSession raises ValueError before turn 1
-        except Exception:  # noqa: BLE001 - not known yet: read again after the run
+        except Exception:
             return None
     options = call.kwargs or _NO_OPTIONS
     conversation_id = options.get("conversation_id")
@@ -77,7 +77,7 @@ def conversation_rule(agent: Any, session: Any, call: Any) -> Optional[str]:
     return _resumed_or_group(call.args, options)
 
 
-def _resumed_or_group(args: tuple, options: Any) -> Optional[str]:
+def _resumed_or_group(args: tuple, options: Any) -> str | None:
     """The rarer sources: a resumed ``RunState`` input's id, else the opted-in ``group_id``."""
     state = args[1] if len(args) > 1 else options.get("input")
     run_state = _options["run_state"]
@@ -99,7 +99,7 @@ def _record_last_agent(span: Any, result: Any) -> None:
         name = result.last_agent.name
         if isinstance(name, str):
             set_trusted(span, {attrs.LAST_AGENT_NAME: name})
-    except Exception:  # noqa: BLE001 - no last agent: the span ends without it
+    except Exception:
         pass
 
 
@@ -149,7 +149,7 @@ def _spec_for(agent: Any) -> SpanSpec:
     return spec
 
 
-def resumed_at_start(args: tuple, options: Any) -> Optional[bool]:
+def resumed_at_start(args: tuple, options: Any) -> bool | None:
     """``resumed`` known from the run's arguments (module docstring); None when its session's
     items tell (read by the SDK during the run)."""
     if options.get("conversation_id") or options.get("previous_response_id"):
@@ -170,9 +170,17 @@ def _start(handler: RunHandler, args: tuple, kwargs: dict):
     session = kwargs.get("session")
     resumed = resumed_at_start(args, kwargs)
     # without a session the id comes from the call's own arguments: no after-run check needed
-    run = handler.start(framework=NAME, agent=agent, session=session, args=args, kwargs=kwargs,
-                        rule=conversation_rule, span=_spec_for(agent), recheck=session is not None,
-                        resumed=resumed)
+    run = handler.start(
+        framework=NAME,
+        agent=agent,
+        session=session,
+        args=args,
+        kwargs=kwargs,
+        rule=conversation_rule,
+        span=_spec_for(agent),
+        recheck=session is not None,
+        resumed=resumed,
+    )
     if run is not None and resumed is None:
         run.resumed_later()  # the SDK's read of the session's items tells (_session_items_wrapper)
     if run is None or run.scope.conversation_id is not None:
@@ -180,7 +188,7 @@ def _start(handler: RunHandler, args: tuple, kwargs: dict):
     try:  # the run has started (its span is open): nothing below may lose it
         if session is not None:
             _pending[session] = run.scope
-    except Exception:  # noqa: BLE001 - e.g. a session that is not weak-referenceable
+    except Exception:
         pass
     return run
 
@@ -191,7 +199,7 @@ def _run_wrapper(handler: RunHandler):
     def wrapper(wrapped, instance, args, kwargs):
         try:
             run = _start(handler, args, kwargs)
-        except Exception:  # noqa: BLE001 - never break the application
+        except Exception:
             run = None
         if run is None:
             return wrapped(*args, **kwargs)
@@ -208,7 +216,7 @@ def _streamed_wrapper(handler: RunHandler):
     def wrapper(wrapped, instance, args, kwargs):
         try:
             run = _start(handler, args, kwargs)
-        except Exception:  # noqa: BLE001
+        except Exception:
             run = None
         if run is None:
             return wrapped(*args, **kwargs)
@@ -228,7 +236,7 @@ def _streamed_wrapper(handler: RunHandler):
             else:
                 task.add_done_callback(_record_when_done(run, result))
                 run.finish_when_done(task, result)
-        except Exception:  # noqa: BLE001
+        except Exception:
             run.finish()
         return result
 
@@ -241,7 +249,7 @@ def _session_wrapper(wrapped, instance, args, kwargs):
     try:
         scope = current_scope()
         learning = scope is not None and scope.conversation_id is None and _pending.get(instance) is scope
-    except Exception:  # noqa: BLE001
+    except Exception:
         learning = False
     result = wrapped(*args, **kwargs)
     return _learn_after(result, scope, instance) if learning else result
@@ -252,7 +260,7 @@ async def _learn_after(coro, scope, session):
     try:
         if scope.learn(session.session_id):  # public property; raises while still unknown
             _pending.pop(session, None)
-    except Exception:  # noqa: BLE001
+    except Exception:
         pass
     return result
 
@@ -266,7 +274,7 @@ def _session_items_wrapper(wrapped, instance, args, kwargs):
         if run is not None and (run.call_kwargs or _NO_OPTIONS).get("session") is not session:
             run.resumed_later()  # another session's read (e.g. a tool's): not the run's own
             run = None
-    except Exception:  # noqa: BLE001
+    except Exception:
         run = None
     result = wrapped(*args, **kwargs)
     return result if run is None else _record_items(result, run)
@@ -276,7 +284,7 @@ async def _record_items(coro, run):
     items = await coro
     try:
         run.record_resumed(len(items) > 0)
-    except Exception:  # noqa: BLE001
+    except Exception:
         pass
     return items
 

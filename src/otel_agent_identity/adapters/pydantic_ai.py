@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import importlib
 import weakref
-from typing import Any, Optional
+from typing import Any
 
 import wrapt
 from opentelemetry.instrumentation.utils import unwrap
@@ -61,7 +61,7 @@ _SPECS: dict[str, SpanSpec] = {}  # agent name -> the span spec of its runs (bou
 _SPECS_MAX = 256
 
 
-def conversation_rule(agent: Any, conversation_id: Any, call: Any) -> Optional[str]:
+def conversation_rule(agent: Any, conversation_id: Any, call: Any) -> str | None:
     """Framework rule: the conversation id Pydantic AI resolved for the run (a str), passed in as
     the ``session``."""
     return conversation_id
@@ -76,9 +76,14 @@ def _spec_for(agent: Any) -> SpanSpec:
         if len(_SPECS) >= _SPECS_MAX:
             _SPECS.clear()
         spec = _SPECS[name] = SpanSpec(
-            f"{attrs.INVOKE_AGENT} {name}", SpanKind.INTERNAL,
-            {attrs.GEN_AI_OPERATION_NAME: attrs.INVOKE_AGENT, attrs.GEN_AI_AGENT_NAME: name,
-             attrs.GEN_AI_PROVIDER_NAME: PROVIDER})
+            f"{attrs.INVOKE_AGENT} {name}",
+            SpanKind.INTERNAL,
+            {
+                attrs.GEN_AI_OPERATION_NAME: attrs.INVOKE_AGENT,
+                attrs.GEN_AI_AGENT_NAME: name,
+                attrs.GEN_AI_PROVIDER_NAME: PROVIDER,
+            },
+        )
     return spec
 
 
@@ -120,7 +125,7 @@ def _abandoned(state: list) -> None:
         run.finish()
 
 
-def _close(state: list, error: Optional[BaseException]) -> None:
+def _close(state: list, error: BaseException | None) -> None:
     run, tokens = state
     if run is None:
         return
@@ -145,12 +150,18 @@ def _open_wrapper(handler: RunHandler):
             native = getattr(deps, "instrumentation_settings", None) is not None
             run_id = state.run_id
             run = handler.start(
-                framework=NAME, agent=agent, session=state.conversation_id, args=(), kwargs={},
-                rule=conversation_rule, span=None if native else _spec_for(agent),
-                run_id=run_id if type(run_id) is str else None, resumed=bool(state.message_history),
+                framework=NAME,
+                agent=agent,
+                session=state.conversation_id,
+                args=(),
+                kwargs={},
+                rule=conversation_rule,
+                span=None if native else _spec_for(agent),
+                run_id=run_id if type(run_id) is str else None,
+                resumed=bool(state.message_history),
                 recheck=False,  # the id is resolved: it does not change during the run
             )
-        except Exception:  # noqa: BLE001 - the run goes on untracked
+        except Exception:
             run = None
         return cm if run is None else _ScopedRun(cm, run)
 
