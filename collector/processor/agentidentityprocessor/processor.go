@@ -33,7 +33,7 @@ type rule struct {
 }
 
 func newIdentityProcessor(set processor.Settings, cfg *Config) (*identityProcessor, error) {
-	ins, err := newInstruments(set.MeterProvider)
+	ins, err := newInstruments(set.TelemetrySettings)
 	if err != nil {
 		return nil, err
 	}
