@@ -5,7 +5,8 @@
 #   generate            regenerate each processor's generated code from its metadata.yaml (mdatagen)
 #   check-generated     fail when a metadata.yaml and its generated files differ (regenerates
 #                       into a temporary copy; the tree is left as it is)
-#   test-go             check-generated, gofmt, vet, test with the race detector (unit, golden,
+#   test-go             check-generated, gofmt (our code; the builder's output is left as
+#                       it writes it), vet, test with the race detector (unit, golden,
 #                       generated component tests, fuzz seeds, goleak), then fuzz every Fuzz*
 #                       target for FUZZTIME (bounded: make test runs it)
 #   test-rules          promtool test rules on the alert-rule tests
@@ -51,8 +52,8 @@ check-generated:
 FUZZTIME ?= 30s
 
 test-go: check-generated
-	@test -z "$$(gofmt -l collector/processor collector/distribution)" || \
-	  { gofmt -l collector/processor collector/distribution; echo "gofmt: the files above are not formatted"; exit 1; }
+	@test -z "$$(gofmt -l $(PROCESSOR_MODULE))" || \
+	  { gofmt -l $(PROCESSOR_MODULE); echo "gofmt: the files above are not formatted"; exit 1; }
 	cd $(PROCESSOR_MODULE) && $(GO) vet ./... && $(GO) test -race -count=1 ./...
 	$(MAKE) --no-print-directory -f collector/collector.mk fuzz-go
 
