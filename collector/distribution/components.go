@@ -26,8 +26,9 @@ import (
 	transformprocessor "github.com/open-telemetry/opentelemetry-collector-contrib/processor/transformprocessor"
 	filterprocessor "github.com/open-telemetry/opentelemetry-collector-contrib/processor/filterprocessor"
 	agentidentityprocessor "github.com/otel-agent-identity/otel-agent-identity/collector/processor/agentidentityprocessor"
-	drainprocessor "github.com/otel-agent-identity/otel-agent-identity/collector/processor/agentidentityprocessor/drainprocessor"
-	ackprocessor "github.com/otel-agent-identity/otel-agent-identity/collector/processor/agentidentityprocessor/ackprocessor"
+	drainprocessor "github.com/otel-agent-identity/otel-agent-identity/collector/processor/drainprocessor"
+	ackholdprocessor "github.com/otel-agent-identity/otel-agent-identity/collector/processor/ackholdprocessor"
+	ackreleaseprocessor "github.com/otel-agent-identity/otel-agent-identity/collector/processor/ackreleaseprocessor"
 	otlpreceiver "go.opentelemetry.io/collector/receiver/otlpreceiver"
 )
 
@@ -101,8 +102,8 @@ func components() (otelcol.Factories, error) {
 		filterprocessor.NewFactory(),
 		agentidentityprocessor.NewFactory(),
 		drainprocessor.NewFactory(),
-		ackprocessor.NewHoldFactory(),
-		ackprocessor.NewReleaseFactory(),
+		ackholdprocessor.NewFactory(),
+		ackreleaseprocessor.NewFactory(),
 	)
 	if err != nil {
 		return otelcol.Factories{}, err
@@ -113,10 +114,10 @@ func components() (otelcol.Factories, error) {
 		groupbytraceprocessor.NewFactory().Type(): "github.com/open-telemetry/opentelemetry-collector-contrib/processor/groupbytraceprocessor v0.161.0",
 		transformprocessor.NewFactory().Type(): "github.com/open-telemetry/opentelemetry-collector-contrib/processor/transformprocessor v0.161.0",
 		filterprocessor.NewFactory().Type(): "github.com/open-telemetry/opentelemetry-collector-contrib/processor/filterprocessor v0.161.0",
-		agentidentityprocessor.NewFactory().Type(): "github.com/otel-agent-identity/otel-agent-identity/collector/processor/agentidentityprocessor v0.0.0",
-		drainprocessor.NewFactory().Type(): "github.com/otel-agent-identity/otel-agent-identity/collector/processor/agentidentityprocessor v0.0.0",
-		ackprocessor.NewHoldFactory().Type(): "github.com/otel-agent-identity/otel-agent-identity/collector/processor/agentidentityprocessor v0.0.0",
-		ackprocessor.NewReleaseFactory().Type(): "github.com/otel-agent-identity/otel-agent-identity/collector/processor/agentidentityprocessor v0.0.0",
+		agentidentityprocessor.NewFactory().Type(): "github.com/otel-agent-identity/otel-agent-identity/collector/processor v0.0.0",
+		drainprocessor.NewFactory().Type(): "github.com/otel-agent-identity/otel-agent-identity/collector/processor v0.0.0",
+		ackholdprocessor.NewFactory().Type(): "github.com/otel-agent-identity/otel-agent-identity/collector/processor v0.0.0",
+		ackreleaseprocessor.NewFactory().Type(): "github.com/otel-agent-identity/otel-agent-identity/collector/processor v0.0.0",
 	})
 
 	factories.Connectors, err = otelcol.MakeFactoryMap[connector.Factory](

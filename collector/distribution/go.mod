@@ -14,7 +14,7 @@ require (
 	github.com/open-telemetry/opentelemetry-collector-contrib/processor/filterprocessor v0.161.0
 	github.com/open-telemetry/opentelemetry-collector-contrib/processor/groupbytraceprocessor v0.161.0
 	github.com/open-telemetry/opentelemetry-collector-contrib/processor/transformprocessor v0.161.0
-	github.com/otel-agent-identity/otel-agent-identity/collector/processor/agentidentityprocessor v0.0.0
+	github.com/otel-agent-identity/otel-agent-identity/collector/processor v0.0.0
 	go.opentelemetry.io/collector/component v1.67.0
 	go.opentelemetry.io/collector/confmap v1.67.0
 	go.opentelemetry.io/collector/confmap/provider/envprovider v1.67.0
@@ -271,6 +271,6 @@ require (
 	sigs.k8s.io/yaml v1.6.0 // indirect
 )
 
-replace github.com/otel-agent-identity/otel-agent-identity/collector/processor/agentidentityprocessor v0.0.0 => ../processor/agentidentityprocessor
+replace github.com/otel-agent-identity/otel-agent-identity/collector/processor v0.0.0 => ../processor
 
 replace github.com/aws/aws-sdk-go-v2/service/servicediscovery => github.com/aws/aws-sdk-go-v2/service/servicediscovery v1.40.2

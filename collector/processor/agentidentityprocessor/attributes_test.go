@@ -15,6 +15,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/confmap"
+	"go.opentelemetry.io/collector/confmap/confmaptest"
 )
 
 // attributesDoc is THE attribute table, relative to this package.
@@ -86,26 +88,34 @@ func TestAttributesFollowTable(t *testing.T) {
 	assert.Equal(t, colRows, written, "writtenAttributes and the table's col rows differ")
 }
 
+// TestMetricsFollowTable checks the counters declared in metadata.yaml (the
+// generated TelemetryBuilder's names) against the table: the same names, each
+// with the labels the table gives and metrics.go sets.
 func TestMetricsFollowTable(t *testing.T) {
 	rows := tableRows(t, "Metrics (collector)")
-	want := map[string][]string{
-		metricHops:                {labelCallerService, labelCalleeService, labelCalleeAgent, labelResult},
-		metricMismatches:          {labelCallerService, labelCalleeService, labelCalleeAgent, labelReason},
-		metricUnresolved:          {labelCalleeService},
-		metricDuplicateExecutions: {labelCallerService, labelCalleeService},
-		metricNoCallee:            {labelCallerService, labelCalleeAgent, labelCallerStatus},
-		metricDuplicateVerdicts:   {labelCalleeService},
-		metricDuplicateDeliveries: {labelCallerService, labelCalleeService},
-		metricLostResponses:       {labelCallerService, labelCalleeService},
+	cm, err := confmaptest.LoadConf("metadata.yaml")
+	require.NoError(t, err)
+	var md struct {
+		Telemetry struct {
+			Metrics map[string]struct {
+				Prefix     string   `mapstructure:"prefix"`
+				Attributes []string `mapstructure:"attributes"`
+			} `mapstructure:"metrics"`
+		} `mapstructure:"telemetry"`
 	}
-	require.Len(t, rows, len(want))
-	for name, labels := range want {
-		prom := strings.ReplaceAll(name, ".", "_")
+	require.NoError(t, cm.Unmarshal(&md, confmap.WithIgnoreUnused()))
+	require.Len(t, md.Telemetry.Metrics, len(rows))
+	labels := []string{labelCallerService, labelCalleeService, labelCalleeAgent, labelResult, labelReason, labelCallerStatus}
+	for key, m := range md.Telemetry.Metrics {
+		prom := strings.ReplaceAll(m.Prefix+key, ".", "_")
 		require.Contains(t, rows, prom)
 		var got []string
 		for _, l := range strings.Split(rows[prom][2], ",") {
 			got = append(got, strings.Trim(strings.TrimSpace(l), "`"))
 		}
-		assert.ElementsMatch(t, labels, got, "labels of %s", prom)
+		assert.ElementsMatch(t, m.Attributes, got, "labels of %s", prom)
+		for _, l := range m.Attributes {
+			assert.Contains(t, labels, l, "metrics.go does not set label %s of %s", l, prom)
+		}
 	}
 }

@@ -7,3 +7,5 @@
 // the callee's entry span with agent_identity.hop.* attributes and counts the
 // results. See README.md for the hop model and the configuration.
 package agentidentityprocessor // import "github.com/otel-agent-identity/otel-agent-identity/collector/processor/agentidentityprocessor"
+
+//go:generate go tool -modfile=../../tools/go.mod mdatagen metadata.yaml

@@ -9,23 +9,20 @@ import (
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/processor"
 	"go.opentelemetry.io/collector/processor/processorhelper"
+
+	"github.com/otel-agent-identity/otel-agent-identity/collector/processor/agentidentityprocessor/internal/metadata"
 )
 
-const (
-	// typeStr is the processor's name in collector configuration.
-	typeStr = "agentidentity"
-	// scopeName names the meter of the processor's own metrics.
-	scopeName = "github.com/otel-agent-identity/otel-agent-identity/collector/processor/agentidentityprocessor"
-)
+// componentType is the processor's name in collector configuration.
+var componentType = metadata.Type
 
-var componentType = component.MustNewType(typeStr)
-
-// NewFactory returns the factory of the agentidentity processor.
+// NewFactory returns the factory of the agentidentity processor (type and
+// stability from metadata.yaml, internal/metadata).
 func NewFactory() processor.Factory {
 	return processor.NewFactory(
-		componentType,
+		metadata.Type,
 		createDefaultConfig,
-		processor.WithTraces(createTraces, component.StabilityLevelAlpha),
+		processor.WithTraces(createTraces, metadata.TracesStability),
 	)
 }
 
@@ -47,8 +44,11 @@ func createTraces(
 	return processorhelper.NewTraces(ctx, set, cfg, next, p.processTraces,
 		processorhelper.WithCapabilities(consumer.Capabilities{MutatesData: true}),
 		processorhelper.WithStart(func(ctx context.Context, host component.Host) (err error) {
-			p.memory, err = openMemory(ctx, host, set.ID, mem, set.MeterProvider, set.Logger)
+			p.memory, err = openMemory(ctx, host, set.ID, mem, p.ins.tb.DuplicateVerdicts, set.Logger)
 			return err
 		}),
-		processorhelper.WithShutdown(func(ctx context.Context) error { return p.memory.close(ctx) }))
+		processorhelper.WithShutdown(func(ctx context.Context) error {
+			p.ins.tb.Shutdown()
+			return p.memory.close(ctx)
+		}))
 }

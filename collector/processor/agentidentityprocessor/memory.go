@@ -24,10 +24,6 @@ const defaultMemorySlots = 1 << 16
 // memoryFlushInterval is how often the memory writes what it learnt to storage.
 const memoryFlushInterval = 100 * time.Millisecond
 
-// metricDuplicateVerdicts counts spans whose verdict was given again (a
-// re-delivered trace) and so not counted a second time.
-const metricDuplicateVerdicts = "agent_identity.duplicate_verdicts"
-
 // VerdictMemory is the part of Config that remembers which spans were judged,
 // in a storage extension, so a trace delivered again (at-least-once delivery:
 // a sender that did not see the answer re-sends, e.g. the persistent queue of
@@ -64,7 +60,7 @@ func (m *VerdictMemory) validate() error {
 // again is counted again (docs/reliability.md).
 type verdictMemory struct {
 	client     storage.Client
-	duplicates metric.Int64Counter
+	duplicates metric.Int64Counter // agent_identity.duplicate_verdicts: verdicts given again, not counted again
 	logger     *zap.Logger
 
 	mu      sync.Mutex
@@ -78,7 +74,7 @@ type verdictMemory struct {
 // openMemory opens the storage client of cfg.Storage on host, reads the
 // slots it holds and starts the writer; nil when no storage is configured.
 func openMemory(ctx context.Context, host component.Host, id component.ID, cfg *VerdictMemory,
-	mp metric.MeterProvider, logger *zap.Logger) (*verdictMemory, error) {
+	duplicates metric.Int64Counter, logger *zap.Logger) (*verdictMemory, error) {
 	if cfg.Storage == nil {
 		return nil, nil
 	}
@@ -94,16 +90,11 @@ func openMemory(ctx context.Context, host component.Host, id component.ID, cfg *
 	if err != nil {
 		return nil, err
 	}
-	counter, err := mp.Meter(scopeName).Int64Counter(metricDuplicateVerdicts, metric.WithUnit("{span}"),
-		metric.WithDescription("Verdict spans of a trace judged again (a re-delivery), not counted again."))
-	if err != nil {
-		return nil, errors.Join(err, client.Close(ctx))
-	}
 	n := cfg.MemorySlots
 	if n == 0 {
 		n = defaultMemorySlots
 	}
-	m := &verdictMemory{client: client, duplicates: counter, logger: logger, slots: make([][24]byte, n),
+	m := &verdictMemory{client: client, duplicates: duplicates, logger: logger, slots: make([][24]byte, n),
 		changed: map[uint32]struct{}{}, stop: make(chan struct{}), done: make(chan struct{})}
 	if w, ok := client.(storage.Walker); ok {
 		err = w.Walk(ctx, func(key string, value []byte) ([]*storage.Operation, error) {

@@ -4,25 +4,20 @@ package agentidentityprocessor // import "github.com/otel-agent-identity/otel-ag
 
 import (
 	"context"
-	"errors"
 
+	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/metric"
+
+	"github.com/otel-agent-identity/otel-agent-identity/collector/processor/agentidentityprocessor/internal/metadata"
 )
 
-// Instrument names. Through the collector's Prometheus telemetry endpoint
-// they read agent_identity_hops_total and so on (docs/attributes.md).
-// Labels are service and agent names, never conversation, execution or
-// delegation ids (unbounded cardinality).
+// The counters (names, units, descriptions, labels) are declared in
+// metadata.yaml and built by the generated internal/metadata.TelemetryBuilder.
+// Through the collector's Prometheus telemetry endpoint they read
+// agent_identity_hops and so on (docs/attributes.md; attributes_test.go checks
+// metadata.yaml against it). Labels are service and agent names, never
+// conversation, execution or delegation ids (unbounded cardinality).
 const (
-	metricHops                = "agent_identity.hops"
-	metricMismatches          = "agent_identity.mismatches"
-	metricUnresolved          = "agent_identity.unresolved"
-	metricDuplicateExecutions = "agent_identity.duplicate_executions"
-	metricNoCallee            = "agent_identity.no_callee"
-	metricDuplicateDeliveries = "agent_identity.duplicate_deliveries"
-	metricLostResponses       = "agent_identity.lost_responses"
-
 	labelCallerService = "caller_service"
 	labelCalleeService = "callee_service"
 	labelCalleeAgent   = "callee_agent"
@@ -37,32 +32,17 @@ const (
 )
 
 type instruments struct {
-	hops, mismatches, unresolved, duplicates, noCallee, deliveries, lost metric.Int64Counter
+	tb *metadata.TelemetryBuilder
 	// opts: each label set's attribute option, built once (attrcache.go)
 	opts attrCache
 }
 
-func newInstruments(mp metric.MeterProvider) (*instruments, error) {
-	m := mp.Meter(scopeName)
-	var ins instruments
-	var e1, e2, e3, e4, e5 error
-	ins.hops, e1 = m.Int64Counter(metricHops, metric.WithUnit("{hop}"),
-		metric.WithDescription("Cross-service hops checked, by result."))
-	ins.mismatches, e2 = m.Int64Counter(metricMismatches, metric.WithUnit("{hop}"),
-		metric.WithDescription("Flagged hops: the callee did not continue what the caller requested, by reason."))
-	ins.unresolved, e3 = m.Int64Counter(metricUnresolved, metric.WithUnit("{span}"),
-		metric.WithDescription("Spans whose parent is missing, ambiguous, cyclic or in another fragment."))
-	ins.duplicates, e4 = m.Int64Counter(metricDuplicateExecutions, metric.WithUnit("{execution}"),
-		metric.WithDescription("Extra callee executions under one delegation id in a trace."))
-	ins.noCallee, e5 = m.Int64Counter(metricNoCallee, metric.WithUnit("{span}"),
-		metric.WithDescription("Requesting spans (require_continuation caller conditions) with no descendant in another service."))
-	var e6 error
-	ins.deliveries, e6 = m.Int64Counter(metricDuplicateDeliveries, metric.WithUnit("{request}"),
-		metric.WithDescription("Callee entry spans of a delegation the serving process had received before (a retry, executed again or not)."))
-	var e7 error
-	ins.lost, e7 = m.Int64Counter(metricLostResponses, metric.WithUnit("{hop}"),
-		metric.WithDescription("Hops whose callee completed the request while the caller's send failed (timeout, reset)."))
-	return &ins, errors.Join(e1, e2, e3, e4, e5, e6, e7)
+func newInstruments(set component.TelemetrySettings) (*instruments, error) {
+	tb, err := metadata.NewTelemetryBuilder(set)
+	if err != nil {
+		return nil, err
+	}
+	return &instruments{tb: tb}, nil
 }
 
 // hopKey is the label set of hops and mismatches.
@@ -104,7 +84,7 @@ func bump[K comparable](m *map[K]int64, k K) {
 
 func (ins *instruments) record(ctx context.Context, t *tally) {
 	for k, n := range t.hops {
-		ins.hops.Add(ctx, n, ins.opts.get(k, func() attribute.Set {
+		ins.tb.Hops.Add(ctx, n, ins.opts.get(k, func() attribute.Set {
 			return attribute.NewSet(
 				attribute.String(labelCallerService, k.caller),
 				attribute.String(labelCalleeService, k.callee),
@@ -112,7 +92,7 @@ func (ins *instruments) record(ctx context.Context, t *tally) {
 				attribute.String(labelResult, k.result))
 		}))
 		if flagged, _ := verdict(k.result); flagged {
-			ins.mismatches.Add(ctx, n, ins.opts.get(mismatchKey(k), func() attribute.Set {
+			ins.tb.Mismatches.Add(ctx, n, ins.opts.get(mismatchKey(k), func() attribute.Set {
 				return attribute.NewSet(
 					attribute.String(labelCallerService, k.caller),
 					attribute.String(labelCalleeService, k.callee),
@@ -122,21 +102,21 @@ func (ins *instruments) record(ctx context.Context, t *tally) {
 		}
 	}
 	for svc, n := range t.unresolved {
-		ins.unresolved.Add(ctx, n, ins.opts.get(unresolvedKey(svc), func() attribute.Set {
+		ins.tb.Unresolved.Add(ctx, n, ins.opts.get(unresolvedKey(svc), func() attribute.Set {
 			return attribute.NewSet(attribute.String(labelCalleeService, svc))
 		}))
 	}
 	for k, n := range t.duplicates {
-		ins.duplicates.Add(ctx, n, ins.opts.get(k, k.set))
+		ins.tb.DuplicateExecutions.Add(ctx, n, ins.opts.get(k, k.set))
 	}
 	for k, n := range t.deliveries {
-		ins.deliveries.Add(ctx, n, ins.opts.get(k, k.set))
+		ins.tb.DuplicateDeliveries.Add(ctx, n, ins.opts.get(k, k.set))
 	}
 	for k, n := range t.lostResponses {
-		ins.lost.Add(ctx, n, ins.opts.get(k, k.set))
+		ins.tb.LostResponses.Add(ctx, n, ins.opts.get(k, k.set))
 	}
 	for k, n := range t.noCallee {
-		ins.noCallee.Add(ctx, n, ins.opts.get(k, func() attribute.Set {
+		ins.tb.NoCallee.Add(ctx, n, ins.opts.get(k, func() attribute.Set {
 			return attribute.NewSet(
 				attribute.String(labelCallerService, k.caller),
 				attribute.String(labelCalleeAgent, k.agent),

@@ -16,8 +16,8 @@ type identityProcessor struct {
 	backfill bool
 	rules    []rule
 	ins      *instruments
-	// requesting: some rule can mark a span as a request (see markNoCallee)
-	requesting bool
+	// checksNoCallee: some rule expects a callee (markNoCallee has work)
+	checksNoCallee bool
 	// memory: verdicts given before (nil without `storage`), memory.go
 	memory *verdictMemory
 }
@@ -27,13 +27,13 @@ type rule struct {
 	kind           ptrace.SpanKind // SpanKindUnspecified: any
 	attrs          []attrCond      // sorted by key
 	caller, callee string
-	// requests: the rule names a request on its own (a span condition, no
-	// callee_service), so a matching span with no callee is no_callee.
-	requests bool
+	// expectsCallee: the rule names a request on its own (a span condition,
+	// no callee_service), so a matching span with no callee is no_callee.
+	expectsCallee bool
 }
 
 func newIdentityProcessor(set processor.Settings, cfg *Config) (*identityProcessor, error) {
-	ins, err := newInstruments(set.MeterProvider)
+	ins, err := newInstruments(set.TelemetrySettings)
 	if err != nil {
 		return nil, err
 	}
@@ -44,10 +44,10 @@ func newIdentityProcessor(set processor.Settings, cfg *Config) (*identityProcess
 			attrs:  attrConds(r.CallerAttributes),
 			caller: r.CallerService,
 			callee: r.CalleeService,
-			requests: r.CalleeService == "" &&
+			expectsCallee: r.CalleeService == "" &&
 				(spanKinds[strings.ToLower(r.CallerSpanKind)] != ptrace.SpanKindUnspecified || len(r.CallerAttributes) > 0),
 		})
-		p.requesting = p.requesting || p.rules[len(p.rules)-1].requests
+		p.checksNoCallee = p.checksNoCallee || p.rules[len(p.rules)-1].expectsCallee
 	}
 	return p, nil
 }
@@ -70,8 +70,10 @@ func (p *identityProcessor) processTraces(ctx context.Context, td ptrace.Traces)
 	return td, nil
 }
 
-// trace holds the per-trace analysis state.
-type trace struct {
+// traceAnalysis is one trace being judged: its index (index.go) and what the
+// walk over it learns (memos of nearest-ancestor searches, the executions
+// under each delegation id, the entry spans the serving process marked).
+type traceAnalysis struct {
 	*traceIndex
 	convMemo, delegMemo []int32
 	ruleMemo            [][]int32
@@ -95,7 +97,7 @@ type delegated struct {
 }
 
 func (p *identityProcessor) processTrace(spans []spanRef, sc *scratch, t *tally) {
-	tr := &trace{traceIndex: buildIndex(spans, sc), ruleMemo: make([][]int32, len(p.rules))}
+	tr := &traceAnalysis{traceIndex: buildIndex(spans, sc), ruleMemo: make([][]int32, len(p.rules))}
 	for i := range spans {
 		c := int32(i)
 		par := tr.parent[c]
@@ -130,169 +132,18 @@ func serviceLabel(svc string) string {
 
 // copyMarks gives each re-delivered copy the attributes of the span it copies
 // (equal on entry, so this applies the same marks to every copy).
-func (tr *trace) copyMarks() {
+func (tr *traceAnalysis) copyMarks() {
 	for _, c := range tr.copies {
 		tr.spans[c[1]].span.Attributes().CopyTo(tr.spans[c[0]].span.Attributes())
 	}
 }
 
-func (tr *trace) hasConv(i int32) bool { return strAttr(tr.spans[i].span, attrConversationID) != "" }
+func (tr *traceAnalysis) hasConv(i int32) bool {
+	return strAttr(tr.spans[i].span, attrConversationID) != ""
+}
 
-func (tr *trace) isAgent(i int32) bool {
+func (tr *traceAnalysis) isAgent(i int32) bool {
 	return strAttr(tr.spans[i].span, attrOperationName) == operationInvokeAgent
-}
-
-// checkHop judges hop par -> c: did the callee continue what the caller
-// requested? It compares like with like (README "Hop model"): the contextId
-// the caller asked for with the context the callee's entry span answered in
-// (protocol continuity), then whether the run serving it resumed prior state
-// (state continuity).
-func (p *identityProcessor) checkHop(tr *trace, par, c int32, t *tally) {
-	caller, callee := tr.spans[par], tr.spans[c]
-	from := int32(-1) // caller span whose request is compared
-	for k := range p.rules {
-		r := &p.rules[k]
-		if (r.caller != "" && r.caller != caller.service) || (r.callee != "" && r.callee != callee.service) {
-			continue
-		}
-		if from = tr.nearest(&tr.ruleMemo[k], par, func(i int32) bool { return r.matches(tr.spans[i].span) }); from >= 0 {
-			break
-		}
-	}
-	required := from >= 0
-	if !required {
-		if f := p.failedRequest(tr, par, c); f >= 0 {
-			from, required = f, true
-		} else {
-			from = par
-		}
-	}
-	callerConv := ""
-	if i := tr.nearest(&tr.convMemo, from, tr.hasConv); i >= 0 {
-		callerConv = strAttr(tr.spans[i].span, attrConversationID)
-	}
-	agentConv, agent, execution := "", "", ""
-	// Resumed: declared on the entry span (a server no adapter wraps, or the
-	// application's own word), else the serving agent span's (any framework);
-	// unknown there, a serving agent span marked with the agent conversation it
-	// served this context with before (rebuilt since) did not resume.
-	resumed, resumedKnown := boolAttr(callee.span, attrResumed)
-	if a := tr.firstBelow(c, tr.isAgent); a >= 0 {
-		as := tr.spans[a].span
-		agentConv, agent, execution = strAttr(as, attrConversationID), strAttr(as, attrAgentName), strAttr(as, attrExecutionID)
-		if !resumedKnown {
-			resumed, resumedKnown = boolAttr(as, attrResumed)
-		}
-		if !resumedKnown && strAttr(as, attrPreviousID) != "" {
-			resumed, resumedKnown = false, true
-		}
-	}
-	if execution == "" {
-		execution = strAttr(callee.span, attrExecutionID)
-	}
-	// Requested: what the requesting span (else the entry span, the same
-	// request seen by the callee) says the request carried. A send span of
-	// this instrumentation (it carries a delegation id) without one asked for
-	// nothing: a first turn. Any other caller span (semconv only) requested
-	// the conversation it carries.
-	reqSpan := tr.spans[from].span
-	requested := strAttr(reqSpan, attrRequestedID)
-	if requested == "" {
-		requested = strAttr(callee.span, attrRequestedID)
-	}
-	ours := requested != "" || strAttr(reqSpan, attrDelegationID) != ""
-	if !ours {
-		requested = callerConv
-	}
-	// Answered: the context the entry span answered in; a callee
-	// instrumented by semconv alone has only its agent span's.
-	answered := strAttr(callee.span, attrConversationID)
-	if answered == "" {
-		answered = agentConv
-	}
-
-	result := resultNotRequired
-	switch {
-	case !required:
-	case requested == "" && ours:
-		result = resultFirstTurn
-	case requested == "":
-		result = resultCallerUnknown
-	case answered == "":
-		result = resultCalleeUnknown
-	case answered != requested:
-		result = resultContextChanged
-	case resumedKnown && !resumed:
-		result = resultStateNotResumed
-	default:
-		result = resultContinued
-	}
-	attrs := callee.span.Attributes()
-	attrs.EnsureCapacity(attrs.Len() + 8) // one growth for every mark below
-	attrs.PutStr(attrHopResult, result)
-	attrs.PutStr(attrHopCallerService, caller.service)
-	if flagged, judged := verdict(result); judged {
-		attrs.PutBool(attrHopMismatch, flagged)
-	}
-	if callerConv != "" {
-		attrs.PutStr(attrHopCallerConversationID, callerConv)
-	}
-	if required && requested != "" {
-		attrs.PutStr(attrHopRequestedID, requested)
-	}
-	if answered != "" {
-		attrs.PutStr(attrHopCalleeConversationID, answered)
-	}
-	if agentConv != "" && agentConv != answered {
-		attrs.PutStr(attrHopCalleeAgentConvID, agentConv)
-	}
-	if resumedKnown {
-		attrs.PutBool(attrHopCalleeResumed, resumed)
-	}
-	tr.markResponseLost(par, c, caller.service, callee.service, t)
-	bump(&t.hops, hopKey{caller: caller.service, callee: callee.service, agent: agent, result: result})
-
-	if execution == "" {
-		return
-	}
-	d := tr.nearest(&tr.delegMemo, par, func(i int32) bool { return strAttr(tr.spans[i].span, attrDelegationID) != "" })
-	if d < 0 {
-		return
-	}
-	if tr.deleg == nil {
-		tr.deleg = make(map[delegationKey][]delegated)
-	}
-	key := delegationKey{caller: caller.service, id: strAttr(tr.spans[d].span, attrDelegationID), callee: callee.service}
-	tr.deleg[key] = append(tr.deleg[key], delegated{entry: c, execution: execution, start: callee.span.StartTimestamp()})
-}
-
-// failedRequest returns, for a hop par -> c that no rule matched, the
-// requesting span of a send that failed after its request left (status ERROR:
-// a timeout, a connection reset): such a span never learnt the context the
-// callee answered in, so it lacks the gen_ai.conversation.id a rule (the
-// default one) requires. The callee did receive the request (the hop exists),
-// so the span is judged as if it carried the context the entry span c
-// answered in. It is par or a same-service ancestor; -1 when there is none.
-func (p *identityProcessor) failedRequest(tr *trace, par, c int32) int32 {
-	answered := strAttr(tr.spans[c].span, attrConversationID)
-	if answered == "" {
-		return -1
-	}
-	caller, callee := tr.spans[par].service, tr.spans[c].service
-	for i := par; i >= 0 && tr.spans[i].service == caller; i = tr.parent[i] {
-		s := tr.spans[i].span
-		if s.Status().Code() != ptrace.StatusCodeError || strAttr(s, attrConversationID) != "" {
-			continue
-		}
-		for k := range p.rules {
-			r := &p.rules[k]
-			if (r.caller == "" || r.caller == caller) && (r.callee == "" || r.callee == callee) &&
-				r.matchesAnswering(s, answered) {
-				return i
-			}
-		}
-	}
-	return -1
 }
 
 // markResponseLost marks the entry span c agent_identity.hop.response_lost
@@ -300,7 +151,7 @@ func (p *identityProcessor) failedRequest(tr *trace, par, c int32) int32 {
 // caller's send failed (par, or the nearest same-service CLIENT span above it
 // up to the invoke_agent send, has status ERROR: a timeout, a reset): the
 // work was done and the caller did not learn it, so it may retry.
-func (tr *trace) markResponseLost(par, c int32, caller, callee string, t *tally) {
+func (tr *traceAnalysis) markResponseLost(par, c int32, caller, callee string, t *tally) {
 	if tr.spans[c].span.Status().Code() == ptrace.StatusCodeError {
 		return
 	}
@@ -320,26 +171,6 @@ func (tr *trace) markResponseLost(par, c int32, caller, callee string, t *tally)
 	}
 }
 
-// boolAttr returns a boolean attribute of span and whether it has one.
-func boolAttr(span ptrace.Span, key string) (value, ok bool) {
-	if v, found := span.Attributes().Get(key); found && v.Type() == pcommon.ValueTypeBool {
-		return v.Bool(), true
-	}
-	return false, false
-}
-
-// verdict says whether a hop result is flagged (agent_identity.hop.mismatch
-// true) and whether it is a verdict at all (the flag is set only then).
-func verdict(result string) (flagged, judged bool) {
-	switch result {
-	case resultContextChanged, resultStateNotResumed:
-		return true, true
-	case resultContinued, resultFirstTurn:
-		return false, true
-	}
-	return false, false
-}
-
 // markNoCallee marks each requesting span that has no descendant in another
 // service (no hop below it in this trace) agent_identity.hop.result=no_callee
 // and counts it. A requesting span is a span, with a usable service.name, an
@@ -350,14 +181,14 @@ func verdict(result string) (flagged, judged bool) {
 // trace that lost context on the hop, in a fragment released before its
 // callee's spans arrived, or whose send failed (then usually status ERROR:
 // the caller_status label) has no callee below it.
-func (p *identityProcessor) markNoCallee(tr *trace, t *tally) {
-	if !p.requesting {
+func (p *identityProcessor) markNoCallee(tr *traceAnalysis, t *tally) {
+	if !p.checksNoCallee {
 		return
 	}
 	foreign := tr.foreignBelow() // foreign[i]: a descendant of i is in another service
 	for _, i := range tr.order {
 		s := tr.spans[i]
-		if foreign[i] || s.service == "" || (tr.ambiguous != nil && tr.ambiguous[i]) || !p.requests(s) {
+		if foreign[i] || s.service == "" || (tr.ambiguous != nil && tr.ambiguous[i]) || !p.isRequestingSpan(s) {
 			continue
 		}
 		attrs := s.span.Attributes()
@@ -373,11 +204,11 @@ func (p *identityProcessor) markNoCallee(tr *trace, t *tally) {
 	}
 }
 
-// requests reports whether s satisfies a rule that names a request.
-func (p *identityProcessor) requests(s spanRef) bool {
+// isRequestingSpan reports whether s satisfies a rule that expects a callee.
+func (p *identityProcessor) isRequestingSpan(s spanRef) bool {
 	for k := range p.rules {
 		r := &p.rules[k]
-		if r.requests && (r.caller == "" || r.caller == s.service) && r.matches(s.span) {
+		if r.expectsCallee && (r.caller == "" || r.caller == s.service) && r.matches(s.span) {
 			return true
 		}
 	}
@@ -387,7 +218,7 @@ func (p *identityProcessor) requests(s spanRef) bool {
 // foreignBelow returns, per span, whether any descendant is in another
 // service (or has no usable service.name). Reached spans only; one pass,
 // children before parents.
-func (tr *trace) foreignBelow() []bool {
+func (tr *traceAnalysis) foreignBelow() []bool {
 	foreign := tr.sc.boolsN(len(tr.spans))
 	for k := len(tr.order) - 1; k >= 0; k-- {
 		i := tr.order[k]
@@ -449,7 +280,7 @@ func (r *rule) matchesAnswering(span ptrace.Span, answered string) bool {
 // markDuplicates flags the callee entry spans of the second and later distinct
 // executions by one callee service under one delegation id (ordered by entry
 // start time).
-func (p *identityProcessor) markDuplicates(tr *trace, t *tally) {
+func (p *identityProcessor) markDuplicates(tr *traceAnalysis, t *tally) {
 	for key, hops := range tr.deleg {
 		if len(hops) < 2 {
 			continue
@@ -487,7 +318,7 @@ func (p *identityProcessor) markDuplicates(tr *trace, t *tally) {
 // agent_identity.delegation.redelivered=true (it had received the delegation
 // before, executed again or answered from a ledger). markDuplicates does not
 // count such an execution a second time.
-func (tr *trace) countServedMarks(par, c int32, t *tally) {
+func (tr *traceAnalysis) countServedMarks(par, c int32, t *tally) {
 	attrs := tr.spans[c].span.Attributes()
 	key := pairKey{caller: tr.spans[par].service, callee: tr.spans[c].service}
 	if v, ok := attrs.Get(attrDelegationDuplicate); ok && v.Type() == pcommon.ValueTypeBool && v.Bool() {
@@ -506,7 +337,7 @@ func (tr *trace) countServedMarks(par, c int32, t *tally) {
 // lack the attribute. A span that carries it in any form (a string, "", an
 // int, ...) is left as it is, and so are its descendants when its value is not
 // a usable id. order is parents-first, so a span's parent is already filled.
-func (tr *trace) backfill() {
+func (tr *traceAnalysis) backfill() {
 	for _, i := range tr.order {
 		attrs := tr.spans[i].span.Attributes()
 		if _, ok := attrs.Get(attrConversationID); ok {

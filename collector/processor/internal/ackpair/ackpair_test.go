@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package ackprocessor
+package ackpair_test
 
 import (
 	"context"
@@ -24,9 +24,19 @@ import (
 	"go.opentelemetry.io/collector/processor"
 	"go.opentelemetry.io/collector/processor/processortest"
 	"go.uber.org/goleak"
+
+	"github.com/otel-agent-identity/otel-agent-identity/collector/processor/ackholdprocessor"
+	"github.com/otel-agent-identity/otel-agent-identity/collector/processor/ackreleaseprocessor"
+	"github.com/otel-agent-identity/otel-agent-identity/collector/processor/internal/ackpair"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// The pair under test: ack_hold and ack_release, through their factories.
+var (
+	newHold    = ackholdprocessor.NewFactory
+	newRelease = ackreleaseprocessor.NewFactory
+)
 
 // later stands for groupbytrace: it answers at once and passes the spans on
 // from another goroutine when told to.
@@ -75,14 +85,14 @@ func traces(ids ...byte) ptrace.Traces {
 
 func pipeline(t *testing.T, name string, timeout time.Duration, exporter consumer.Traces) (processor.Traces, *later) {
 	t.Helper()
-	rf := NewReleaseFactory()
-	rel, err := rf.CreateTraces(context.Background(), processortest.NewNopSettings(rf.Type()), &ReleaseConfig{Name: name}, exporter)
+	rf := newRelease()
+	rel, err := rf.CreateTraces(context.Background(), processortest.NewNopSettings(rf.Type()), &ackreleaseprocessor.Config{Name: name}, exporter)
 	if err != nil {
 		t.Fatal(err)
 	}
 	l := &later{next: rel}
-	hf := NewHoldFactory()
-	h, err := hf.CreateTraces(context.Background(), processortest.NewNopSettings(hf.Type()), &HoldConfig{Name: name, Timeout: timeout}, l)
+	hf := newHold()
+	h, err := hf.CreateTraces(context.Background(), processortest.NewNopSettings(hf.Type()), &ackholdprocessor.Config{Name: name, Timeout: timeout}, l)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,14 +157,11 @@ func TestHoldReturnsTheExportError(t *testing.T) {
 
 func TestHoldTimesOutWhenNothingIsReleasedAndForgets(t *testing.T) {
 	h, _ := pipeline(t, t.Name(), 20*time.Millisecond, new(consumertest.TracesSink))
-	if err := h.ConsumeTraces(context.Background(), traces(4)); !errors.Is(err, ErrTimeout) {
+	if err := h.ConsumeTraces(context.Background(), traces(4)); !errors.Is(err, ackholdprocessor.ErrTimeout) {
 		t.Fatalf("got %v, want ErrTimeout", err)
 	}
-	reg := registryFor(t.Name())
-	reg.mu.Lock()
-	defer reg.mu.Unlock()
-	if len(reg.waiting) != 0 {
-		t.Fatalf("entries left after the timeout: %v", reg.waiting)
+	if n := ackpair.For(t.Name()).Waiting(); n != 0 {
+		t.Fatalf("%d traces left waiting after the timeout", n)
 	}
 }
 
@@ -167,10 +174,10 @@ func TestHoldPassesOnAnEmptyRequest(t *testing.T) {
 }
 
 func TestConfigValidate(t *testing.T) {
-	if (&HoldConfig{Timeout: 0}).Validate() == nil {
+	if (&ackholdprocessor.Config{Timeout: 0}).Validate() == nil {
 		t.Fatal("a zero timeout must be rejected")
 	}
-	if err := NewHoldFactory().CreateDefaultConfig().(*HoldConfig).Validate(); err != nil {
+	if err := newHold().CreateDefaultConfig().(*ackholdprocessor.Config).Validate(); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -178,16 +185,16 @@ func TestConfigValidate(t *testing.T) {
 // realPipeline is ack_hold -> groupbytrace (the contrib processor) -> ack_release -> exporter.
 func realPipeline(t *testing.T, name string, timeout time.Duration, groupbytrace map[string]any, exporter consumer.Traces) processor.Traces {
 	t.Helper()
-	rf := NewReleaseFactory()
-	rel, err := rf.CreateTraces(context.Background(), processortest.NewNopSettings(rf.Type()), &ReleaseConfig{Name: name}, exporter)
+	rf := newRelease()
+	rel, err := rf.CreateTraces(context.Background(), processortest.NewNopSettings(rf.Type()), &ackreleaseprocessor.Config{Name: name}, exporter)
 	require.NoError(t, err)
 	gf := groupbytraceprocessor.NewFactory()
 	gcfg := gf.CreateDefaultConfig()
 	require.NoError(t, confmap.NewFromStringMap(groupbytrace).Unmarshal(gcfg))
 	gbt, err := gf.CreateTraces(context.Background(), processortest.NewNopSettings(gf.Type()), gcfg, rel)
 	require.NoError(t, err)
-	hf := NewHoldFactory()
-	h, err := hf.CreateTraces(context.Background(), processortest.NewNopSettings(hf.Type()), &HoldConfig{Name: name, Timeout: timeout}, gbt)
+	hf := newHold()
+	h, err := hf.CreateTraces(context.Background(), processortest.NewNopSettings(hf.Type()), &ackholdprocessor.Config{Name: name, Timeout: timeout}, gbt)
 	require.NoError(t, err)
 	for _, c := range []component.Component{rel, gbt, h} {
 		require.NoError(t, c.Start(context.Background(), componenttest.NewNopHost()))
@@ -236,6 +243,6 @@ func TestHoldTimesOutOnAnEvictedTrace(t *testing.T) {
 	h := realPipeline(t, t.Name(), 300*time.Millisecond,
 		map[string]any{"wait_duration": time.Minute, "num_traces": 1}, new(consumertest.TracesSink))
 	first, second := consumeAsync(h, traces(9)), consumeAsync(h, traces(10))
-	assert.ErrorIs(t, <-first, ErrTimeout)
-	assert.ErrorIs(t, <-second, ErrTimeout)
+	assert.ErrorIs(t, <-first, ackholdprocessor.ErrTimeout)
+	assert.ErrorIs(t, <-second, ackholdprocessor.ErrTimeout)
 }

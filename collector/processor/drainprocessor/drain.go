@@ -11,7 +11,9 @@
 // groupbytrace and everything after it still run: every held trace is released,
 // judged and exported, then groupbytrace shuts down empty. Set `delay` to
 // groupbytrace's wait_duration plus a second. A SIGKILL skips all of this.
-package drainprocessor // import "github.com/otel-agent-identity/otel-agent-identity/collector/processor/agentidentityprocessor/drainprocessor"
+package drainprocessor // import "github.com/otel-agent-identity/otel-agent-identity/collector/processor/drainprocessor"
+
+//go:generate go tool -modfile=../../tools/go.mod mdatagen metadata.yaml
 
 import (
 	"context"
@@ -24,9 +26,9 @@ import (
 	"go.opentelemetry.io/collector/processor"
 	"go.opentelemetry.io/collector/processor/processorhelper"
 	"go.uber.org/zap"
-)
 
-var componentType = component.MustNewType("drain")
+	"github.com/otel-agent-identity/otel-agent-identity/collector/processor/drainprocessor/internal/metadata"
+)
 
 // Config of the drain processor.
 type Config struct {
@@ -44,11 +46,12 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-// NewFactory returns the factory of the drain processor.
+// NewFactory returns the factory of the drain processor (type and stability
+// from metadata.yaml, internal/metadata).
 func NewFactory() processor.Factory {
-	return processor.NewFactory(componentType,
+	return processor.NewFactory(metadata.Type,
 		func() component.Config { return &Config{} },
-		processor.WithTraces(createTraces, component.StabilityLevelAlpha))
+		processor.WithTraces(createTraces, metadata.TracesStability))
 }
 
 func createTraces(ctx context.Context, set processor.Settings, cfg component.Config,
