@@ -39,9 +39,9 @@ def test_genai_names_are_the_semconv_packages():
     for name in attributes.__all__:
         if name.startswith("GEN_AI_"):
             assert getattr(attributes, name) == getattr(semconv, name), name
-    assert attributes.INVOKE_AGENT == semconv.GenAiOperationNameValues.INVOKE_AGENT.value
-    assert attributes.INVOKE_WORKFLOW == semconv.GenAiOperationNameValues.INVOKE_WORKFLOW.value
-    assert attributes.PROVIDER_OPENAI == semconv.GenAiProviderNameValues.OPENAI.value
+    assert semconv.GenAiOperationNameValues.INVOKE_AGENT.value == attributes.INVOKE_AGENT
+    assert semconv.GenAiOperationNameValues.INVOKE_WORKFLOW.value == attributes.INVOKE_WORKFLOW
+    assert semconv.GenAiProviderNameValues.OPENAI.value == attributes.PROVIDER_OPENAI
 
 
 def test_env_and_kwargs(monkeypatch):
