@@ -4,8 +4,9 @@ spans, exported nowhere) and ``AgentIdentityInstrumentor().instrument()``, befor
 modules import the framework (so the import hooks are what wraps it).
 
 ``AGENT_IDENTITY_PEER_PROVIDER=0`` (``peers.py`` sets it for a suite that sets its own global
-provider): no provider of ours; ``instrument()`` then attaches to the one the suite sets, at the
-first run, as for an application that sets its provider after ``opentelemetry-instrument``."""
+provider): no provider of ours, ``instrument()`` alone, as for an application that sets its
+provider after ``opentelemetry-instrument`` (the span processor attaches to it at an agent run's
+start)."""
 
 from __future__ import annotations
 

@@ -36,8 +36,8 @@ class Peer:
     ``make test-peers`` runs and of the full run, environment variables the suite needs to run
     without services, pytest ``options`` of every run (the re-runs of single tests included),
     ``paths`` of the sdist to put on ``sys.path``, and whether the plugin run sets a global SDK
-    ``provider`` first (``False``: the suite sets its own; ``instrument()`` then attaches to the
-    global one the suite sets, as for an application that sets its provider after the launcher)."""
+    ``provider`` first (``False``: the suite sets its own; ``instrument()`` alone, as for an
+    application that sets its provider after the launcher)."""
 
     dist: str
     subset: tuple[str, ...]
