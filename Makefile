@@ -55,9 +55,11 @@ test-adk: venv-adk
 
 # The frameworks' own test suites (their source distributions, tests/peers/peers.py), run without and
 # with the plugin: fails on a test that passes without it and fails with it. `test-peers` runs the
-# bounded subset (OpenAI Agents runner/streaming/error tests, LangGraph's Pregel tests), `make test`
-# includes it; `test-peers-full` runs the whole offline suites (docs/peers.md). Their test
-# dependencies live in a venv of their own, pinned to the project venv's versions.
+# bounded subset (OpenAI Agents runner/streaming/error tests, LangGraph's Pregel tests, MCP's
+# dispatcher/transport/OTel tests), `make test` includes it; `test-peers-full` runs the whole
+# offline suites (docs/peers.md). Their test
+# dependencies live in a venv of their own, pinned to the project venv's versions. Agent Framework,
+# a2a-sdk and Agno ship no tests in their sdists (docs/peers.md).
 PEERS_VENV := .cache/peers/venv
 $(PEERS_VENV)/.installed: $(VENV)/.installed tests/peers/requirements.txt
 	$(PYTHON) -m venv $(PEERS_VENV)

@@ -32,6 +32,18 @@ def test_every_python_attribute_is_a_row_set_by_py_and_vice_versa():
     assert py_rows - ours == set()
 
 
+def test_genai_names_are_the_semconv_packages():
+    """attributes.py spells the GenAI names as literals (start-up cost); they are the semconv's."""
+    from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as semconv
+
+    for name in attributes.__all__:
+        if name.startswith("GEN_AI_"):
+            assert getattr(attributes, name) == getattr(semconv, name), name
+    assert semconv.GenAiOperationNameValues.INVOKE_AGENT.value == attributes.INVOKE_AGENT
+    assert semconv.GenAiOperationNameValues.INVOKE_WORKFLOW.value == attributes.INVOKE_WORKFLOW
+    assert semconv.GenAiProviderNameValues.OPENAI.value == attributes.PROVIDER_OPENAI
+
+
 def test_env_and_kwargs(monkeypatch):
     monkeypatch.setenv("OTEL_INSTRUMENTATION_AGENT_IDENTITY_MAX_ID_LENGTH", "64")
     monkeypatch.setenv("OTEL_INSTRUMENTATION_AGENT_IDENTITY_FRAMEWORKS", "agent_framework, a2a")

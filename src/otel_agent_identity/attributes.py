@@ -1,16 +1,15 @@
 """Attribute names this package emits. The one table is ``docs/attributes.md``; a test keeps them equal."""
 
-from opentelemetry.semconv._incubating.attributes.gen_ai_attributes import (
-    GEN_AI_AGENT_DESCRIPTION,
-    GEN_AI_AGENT_ID,
-    GEN_AI_AGENT_NAME,
-    GEN_AI_CONVERSATION_ID,
-    GEN_AI_OPERATION_NAME,
-    GEN_AI_PROVIDER_NAME,
-    GEN_AI_WORKFLOW_NAME,
-    GenAiOperationNameValues,
-    GenAiProviderNameValues,
-)
+# The GenAI semconv names, as literals: importing the semconv package's incubating
+# ``gen_ai_attributes`` module (hundreds of constants and enums) cost every application ~200
+# gc-tracked objects and a module at start-up for seven strings. A test checks them against it.
+GEN_AI_AGENT_DESCRIPTION = "gen_ai.agent.description"
+GEN_AI_AGENT_ID = "gen_ai.agent.id"
+GEN_AI_AGENT_NAME = "gen_ai.agent.name"
+GEN_AI_CONVERSATION_ID = "gen_ai.conversation.id"
+GEN_AI_OPERATION_NAME = "gen_ai.operation.name"
+GEN_AI_PROVIDER_NAME = "gen_ai.provider.name"
+GEN_AI_WORKFLOW_NAME = "gen_ai.workflow.name"
 
 __all__ = [
     "GEN_AI_AGENT_DESCRIPTION",
@@ -24,9 +23,9 @@ __all__ = [
     "INVOKE_WORKFLOW",
 ]
 
-INVOKE_AGENT = GenAiOperationNameValues.INVOKE_AGENT.value
-INVOKE_WORKFLOW = GenAiOperationNameValues.INVOKE_WORKFLOW.value
-PROVIDER_OPENAI = GenAiProviderNameValues.OPENAI.value
+INVOKE_AGENT = "invoke_agent"  # gen_ai.operation.name values
+INVOKE_WORKFLOW = "invoke_workflow"
+PROVIDER_OPENAI = "openai"  # a gen_ai.provider.name value
 
 EXECUTION_ID = "agent_identity.execution.id"
 PARENT_EXECUTION_ID = "agent_identity.parent.execution.id"

@@ -16,7 +16,6 @@ travel the same way. Applications may supply them:
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import threading
 import uuid
@@ -58,6 +57,8 @@ def _checked(what: str, value: Any, remember: bool = True) -> str | None:
 
 def _uuid5_hex(key: str) -> str:
     """``uuid.uuid5(_DELEGATION_NAMESPACE, key).hex``, also for a str with lone surrogates."""
+    import hashlib  # here, as uuid.uuid5 does: 3 modules an application without a hop never needs
+
     digest = hashlib.sha1(_DELEGATION_NAMESPACE.bytes + key.encode("utf-8", "surrogatepass")).digest()
     return uuid.UUID(bytes=digest[:16], version=5).hex
 

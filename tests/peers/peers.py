@@ -33,13 +33,19 @@ HERE = Path(__file__).resolve().parent
 @dataclass(frozen=True)
 class Peer:
     """A framework's suite: ``dist`` (its pip name), the pytest arguments of the bounded subset
-    ``make test-peers`` runs and of the full run, and environment variables the suite needs to
-    run without services."""
+    ``make test-peers`` runs and of the full run, environment variables the suite needs to run
+    without services, pytest ``options`` of every run (the re-runs of single tests included),
+    ``paths`` of the sdist to put on ``sys.path``, and whether the plugin run sets a global SDK
+    ``provider`` first (``False``: the suite sets its own; ``instrument()`` alone, as for an
+    application that sets its provider after the launcher)."""
 
     dist: str
     subset: tuple[str, ...]
     full: tuple[str, ...]
     env: tuple[tuple[str, str], ...] = ()
+    options: tuple[str, ...] = ()
+    paths: tuple[str, ...] = ()
+    provider: bool = True
 
 
 PEERS = {
@@ -72,6 +78,31 @@ PEERS = {
         ),
         full=("tests", "-k", "not redis and not postgres and not test_imp_nested"),
         env=(("NO_DOCKER", "true"),),
+    ),
+    # The MCP Python SDK's suite (offline: in-memory, stdio and loopback transports). -p no:asyncio:
+    # the suite runs on anyio's plugin and fails on any warning (filterwarnings = error), and
+    # pytest-asyncio (the project's own test dependency) warns at start. examples/ on sys.path:
+    # the suite's example stories (its dev workspace package). tests/docs (the docs site's build
+    # tooling: Markdown, Zensical) left out. provider=False: the suite sets its own (logfire's
+    # capfire), and its interaction snapshots pin `_meta` without a traceparent under the no-op
+    # tracer it has until then.
+    "mcp": Peer(
+        "mcp",
+        subset=(  # what the adapter wraps: the dispatcher's send/inject, the transports, the server's OTel middleware
+            "tests/shared",
+            "tests/client/test_client.py",
+            "tests/client/test_session.py",
+            "tests/client/test_stdio.py",
+            "tests/client/test_streamable_http.py",
+            "tests/client/transports",
+            "tests/interaction/transports",
+            "tests/server/test_otel.py",
+            "tests/docs_src/test_opentelemetry.py",
+        ),
+        full=("tests", "--ignore=tests/docs"),
+        options=("-p", "no:asyncio"),
+        paths=("examples",),
+        provider=False,
     ),
 }
 
@@ -111,13 +142,16 @@ def sdist(dist: str) -> Path:
 def run_suite(peer: Peer, where: Path, args: tuple[str, ...], plugin: bool, report: Path) -> dict[str, str]:
     """Run pytest on ``args`` in ``where``; returns test id -> outcome (passed/failed/error/skipped)."""
     env = dict(os.environ, **dict(peer.env))
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HERE), env.get("PYTHONPATH")]))
+    paths = [str(HERE), *(str(where / p) for p in peer.paths), env.get("PYTHONPATH")]
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, paths))
+    env["AGENT_IDENTITY_PEER_PROVIDER"] = "1" if peer.provider else "0"
     env.pop("OTEL_PYTHON_DISABLED_INSTRUMENTATIONS", None)
     command = [
         sys.executable,
         "-m",
         "pytest",
         *args,
+        *peer.options,
         "-q",
         "-p",
         "no:cacheprovider",
