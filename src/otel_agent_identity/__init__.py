@@ -35,7 +35,7 @@ from opentelemetry import trace
 from opentelemetry.instrumentation.dependencies import get_dependency_conflicts
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor
 
-from otel_agent_identity import boundary, metrics, span_processor
+from otel_agent_identity import _sdk, boundary, metrics
 from otel_agent_identity._runs import RunHandler
 from otel_agent_identity.adapters import ADAPTERS, GUARDS, HOOKS
 from otel_agent_identity.boundary import Upstream, upstream
@@ -174,7 +174,7 @@ class AgentIdentityInstrumentor(BaseInstrumentor):
         if self._handler is not None:
             self._handler.processor.enabled = False  # a provider cannot drop a processor; it goes quiet
             self._handler = None
-        span_processor.uninstall()
+        _sdk.uninstall()
 
 
 #: the instrumentor whose hooks are live (None: uninstrumented), the modules given a hook, and the
