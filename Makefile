@@ -7,7 +7,7 @@ COLLECTOR_BIN := collector/_build/otelcol-agentidentity
 ZIPKIN_VERSION := 3.6.1
 ZIPKIN_JAR := .cache/zipkin/zipkin-server-$(ZIPKIN_VERSION)-exec.jar
 
-.PHONY: demo test venv venv-adk test-python test-adk test-go test-rules bench system-deps collector clean zipkin \
+.PHONY: demo test lint venv venv-adk test-python test-adk test-go test-rules bench system-deps collector clean zipkin \
 	test-dist screenshots test-peers test-peers-full
 
 venv: $(VENV)/.installed
@@ -45,7 +45,14 @@ $(ZIPKIN_JAR):
 demo: venv collector zipkin
 	$(PY) examples/demo.py
 
-test: venv collector system-deps zipkin test-go test-rules test-python test-adk test-dist test-peers
+test: venv collector system-deps zipkin lint test-go test-rules test-python test-adk test-dist test-peers
+
+# ruff (lint and format) and mypy, as configured in pyproject.toml: a violation fails make test (and CI)
+LINTED := src tests benchmarks examples
+lint: venv
+	$(VENV)/bin/ruff check $(LINTED)
+	$(VENV)/bin/ruff format --check $(LINTED)
+	$(VENV)/bin/mypy
 
 test-python: venv
 	AGENT_IDENTITY_COLLECTOR=$(abspath $(COLLECTOR_BIN)) $(PY) -m pytest --ignore=tests/google_adk

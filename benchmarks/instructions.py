@@ -119,7 +119,7 @@ def _workloads():
         sessions = [a.create_session() for a in agents]
 
         async def turns():
-            await asyncio.gather(*(a.run("hello", session=s) for a, s in zip(agents, sessions)))
+            await asyncio.gather(*(a.run("hello", session=s) for a, s in zip(agents, sessions, strict=False)))
 
         run(turns())
         return lambda: run(turns())
@@ -369,8 +369,8 @@ def _measure(mode: str, args) -> subprocess.Popen:
             "--dump-instr=no",
             "--dump-line=no",
             f"--callgrind-out-file={out}/cg.out",
+            *child,
         ]
-        + child
     )
     # the same hash seed in every process: dict and set layouts, so instruction counts, match
     proc = subprocess.Popen(

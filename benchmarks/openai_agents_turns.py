@@ -54,7 +54,7 @@ def main(rounds: int) -> None:
     for i in range(rounds + 20):  # the first 20 rounds warm up
         for children, agent in agents.items():
             for mode, call in calls.items():
-                value = _time(lambda: loop.run_until_complete(call(agent)))
+                value = _time(lambda call=call, agent=agent: loop.run_until_complete(call(agent)))
                 if i >= 20:
                     samples.setdefault(f"turn, {children} child spans, {mode}", []).append(value)
         if i >= 20:

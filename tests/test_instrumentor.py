@@ -66,9 +66,9 @@ def test_instrumentation_dependencies_are_the_adapters_requirements_any_one_suff
     """contrib's instruments-any: the instrumentor's list, pyproject.toml's ``instruments-any`` extra
     and the adapters' own REQUIREMENTS are one list; a framework not installed disables nothing."""
     import importlib
-    import tomllib
     from pathlib import Path
 
+    import tomllib
     from packaging.requirements import Requirement
 
     from otel_agent_identity import package
@@ -78,9 +78,7 @@ def test_instrumentation_dependencies_are_the_adapters_requirements_any_one_suff
     listed = {str(Requirement(r)) for r in inst.instrumentation_dependencies()}
     extras = tomllib.loads((Path(__file__).resolve().parent.parent / "pyproject.toml").read_text())
     extra = {str(Requirement(r.split(";")[0])) for r in extras["project"]["optional-dependencies"]["instruments-any"]}
-    adapters = {
-        str(Requirement(r)) for name in ADAPTERS for r in importlib.import_module(ADAPTERS[name]).REQUIREMENTS
-    }
+    adapters = {str(Requirement(r)) for name in ADAPTERS for r in importlib.import_module(ADAPTERS[name]).REQUIREMENTS}
     assert listed == extra == adapters
     assert inst._check_dependency_conflicts() is None
     monkeypatch.setattr(package, "_instruments_any", ("not-installed-framework >= 1", *package._instruments_any))

@@ -33,17 +33,16 @@ from typing import Any
 import wrapt
 from opentelemetry import trace
 from opentelemetry.instrumentation.dependencies import DependencyConflict, get_dependency_conflicts
-from opentelemetry.instrumentation.instrumentor import BaseInstrumentor
+from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]  # the module is "# type: ignore"
 
 from otel_agent_identity import _sdk, boundary, metrics
 from otel_agent_identity._runs import RunHandler
 from otel_agent_identity.adapters import ADAPTERS, GUARDS, HOOKS
-from otel_agent_identity.attributes import SCHEMA_URL
 from otel_agent_identity.boundary import Upstream, upstream
 from otel_agent_identity.config import Config
 from otel_agent_identity.continuity import conversation_id, new_conversation, resumed
 from otel_agent_identity.extractors import ExtractorRegistry, RunCall, register_extractor, registry
-from otel_agent_identity.package import _instruments, _instruments_any
+from otel_agent_identity.package import SCHEMA_URL, _instruments, _instruments_any
 from otel_agent_identity.scope import current_scope, delegation, execution, suppressed
 from otel_agent_identity.span_processor import IdentitySpanProcessor
 from otel_agent_identity.version import __version__
@@ -136,8 +135,8 @@ class AgentIdentityInstrumentor(BaseInstrumentor):
             handler = self._handler
             rows = [row for row in HOOKS if row[0] == module_name and row not in self._done]
             self._done.update(rows)
-            rows = [(row, self._adapter(row[1])) for row in rows] if handler is not None else ()
-        for (_, name, function), adapter in rows:
+            todo = [(row, self._adapter(row[1])) for row in rows] if handler is not None else []
+        for (_, name, function), adapter in todo:
             if adapter is None or self._loaded.get(name) is None:
                 continue
             try:
@@ -154,8 +153,10 @@ class AgentIdentityInstrumentor(BaseInstrumentor):
         """The adapter module ``name``, loaded and its version checked once; None when skipped."""
         if name in self._loaded:
             return self._loaded[name]
-        config = self._handler.config
+        config = self._handler.config if self._handler is not None else None
         adapter = None
+        if config is None:  # uninstrumented meanwhile
+            return None
         if config.frameworks is None or name in config.frameworks or name in GUARDS:
             try:
                 adapter = _load_adapter(name, ADAPTERS[name])

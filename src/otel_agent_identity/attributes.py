@@ -11,7 +11,6 @@ from opentelemetry.semconv._incubating.attributes.gen_ai_attributes import (
     GenAiOperationNameValues,
     GenAiProviderNameValues,
 )
-from opentelemetry.semconv.schemas import Schemas
 
 __all__ = [
     "GEN_AI_AGENT_DESCRIPTION",
@@ -23,12 +22,7 @@ __all__ = [
     "GEN_AI_WORKFLOW_NAME",
     "INVOKE_AGENT",
     "INVOKE_WORKFLOW",
-    "SCHEMA_URL",
 ]
-
-#: the schema of our tracer and meter: semantic conventions 1.37.0, where ``gen_ai.provider.name``
-#: (which our agent spans carry) replaced ``gen_ai.system``; the GenAI names are still Development
-SCHEMA_URL = Schemas.V1_37_0.value
 
 INVOKE_AGENT = GenAiOperationNameValues.INVOKE_AGENT.value
 INVOKE_WORKFLOW = GenAiOperationNameValues.INVOKE_WORKFLOW.value

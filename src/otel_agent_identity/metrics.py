@@ -16,7 +16,7 @@ from typing import Any
 
 from opentelemetry import metrics as otel_metrics
 
-from otel_agent_identity.attributes import SCHEMA_URL
+from otel_agent_identity.package import SCHEMA_URL
 from otel_agent_identity.version import __version__
 
 _logger = logging.getLogger(__name__)

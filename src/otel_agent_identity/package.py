@@ -5,8 +5,15 @@ one of them suffices (contrib's ``instruments-any`` convention; pyproject.toml's
 extra lists the same, for the ``opentelemetry-instrument`` launcher's check of the distribution), one
 per adapter, the requirement its ``REQUIREMENTS`` checks when the application imports that
 framework: a framework missing or of another version disables its own adapter, never the others.
-tests/test_instrumentor.py keeps the three lists equal.
+tests/test_instrumentor.py keeps the three lists equal. ``SCHEMA_URL``: the schema of our tracer and
+meter.
 """
+
+from opentelemetry.semconv.schemas import Schemas
+
+#: semantic conventions 1.37.0, where ``gen_ai.provider.name`` (which our agent spans carry) replaced
+#: ``gen_ai.system``; the GenAI names are still Development
+SCHEMA_URL = Schemas.V1_37_0.value
 
 _instruments: tuple[str, ...] = ()
 _instruments_any = (

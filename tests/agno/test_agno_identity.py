@@ -128,8 +128,7 @@ def test_every_return_shape_keeps_its_type_and_carries_the_ids(instrumentor, exp
 def test_sync_stream_abandoned_after_one_event_ends_its_span(instrumentor, exporter, how):
     agent = make_agent()
     stream = agent.run("hello there", session_id="conv-ab", stream=True, stream_events=True)
-    for first in stream:
-        break
+    first = next(iter(stream))
     assert agent_spans(exporter.get_finished_spans()) == []
     if how == "close":
         stream.close()
@@ -308,7 +307,7 @@ async def test_background_stream_left_early_keeps_the_span_until_the_run_ends(in
 
     agent.model.ainvoke_stream = slow_stream
     stream = agent.arun("weather in Accra", session_id="conv-sse", background=True, stream=True, stream_events=True)
-    async for first in stream:
+    async for _first in stream:
         break
     await stream.aclose()
     assert agent.model.calls == [] and agent_spans(exporter.get_finished_spans()) == []
