@@ -11,19 +11,21 @@ ZIPKIN_JAR := .cache/zipkin/zipkin-server-$(ZIPKIN_VERSION)-exec.jar
 	test-dist screenshots test-peers test-peers-full
 
 venv: $(VENV)/.installed
-$(VENV)/.installed: pyproject.toml
+# examples/ is installed editable beside the package: its offline models, shared by the examples,
+# tests/ and benchmarks/, import without sys.path edits
+$(VENV)/.installed: pyproject.toml examples/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[all,test]'
+	$(PY) -m pip install -q -e '.[all,test]' -e examples
 	touch $@
 
 # Google ADK pins opentelemetry-api/sdk <= 1.44 (the main venv has the newest): its own venv, its own tests.
 VENV_ADK ?= .venv-adk
 venv-adk: $(VENV_ADK)/.installed
-$(VENV_ADK)/.installed: pyproject.toml
+$(VENV_ADK)/.installed: pyproject.toml examples/pyproject.toml
 	$(PYTHON) -m venv $(VENV_ADK)
 	$(VENV_ADK)/bin/python -m pip install -q --upgrade pip
-	$(VENV_ADK)/bin/python -m pip install -q -e '.[a2a,mcp,google-adk,test]'
+	$(VENV_ADK)/bin/python -m pip install -q -e '.[a2a,mcp,google-adk,test]' -e examples
 	touch $@
 
 # Debian packages the tests need (promtool and prometheus for the alert-rule and scrape tests).

@@ -278,7 +278,7 @@ async def test_team_background_run_span_covers_the_background_work(instrumentor,
     from agno.db.in_memory import InMemoryDb
     from agno.run.background import await_background_runs
     from agno.team import Team
-    from offline_model import OfflineModel
+    from offline_agno_model import OfflineModel
 
     member = make_agent(name="weather", id="weather-agent", db=None)
     team = Team(name="desk", members=[member], db=InMemoryDb(), model=OfflineModel(delegate_to="weather-agent"))
@@ -327,7 +327,7 @@ def test_span_names_follow_each_agent_and_a_rename(instrumentor, exporter):
     the run's start (name, else the id Agno gives it on its first run, else its type: an unnamed
     Agent and an unnamed Team each their own), and a renamed agent gets its new name."""
     from agno.team import Team
-    from offline_model import OfflineModel
+    from offline_agno_model import OfflineModel
 
     agent = make_agent(name=None, db=None, tools=[])
     team = Team(members=[make_agent(name="member", db=None, tools=[])], model=OfflineModel())
