@@ -197,3 +197,16 @@ def test_count_limit_on_a_fallback(without):
         assert dict(span.attributes) == {"a5": 5, "a6": 6, "a7": 7, "a8": 8}
     else:
         assert dict(span.attributes) == {"a7": 7, "a8": 8, CONV: "conv_features", EXEC: "e" * 32}
+
+
+def test_a_disabled_sdk_is_not_reported_as_missing_features(monkeypatch, caplog):
+    monkeypatch.setenv("OTEL_SDK_DISABLED", "true")
+    monkeypatch.setattr(_sdk, "_warned", set())
+    try:
+        with caplog.at_level(logging.WARNING, logger="otel_agent_identity._sdk"):
+            assert not any(_sdk.detect().values())
+        assert not caplog.records
+    finally:
+        monkeypatch.undo()
+        _sdk.detect()
+        _sdk.attach(IdentitySpanProcessor)

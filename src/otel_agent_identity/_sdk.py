@@ -76,8 +76,11 @@ def detect(without: tuple[str, ...] | frozenset[str] = ()) -> dict[str, bool]:
     per process, a warning. Returns the features found. Never raises."""
     global STORE, WRITES, ENDING, _detected
     found = dict.fromkeys(FEATURES, False)
+    quiet = False
     try:
-        found.update(_probe())
+        probed = _probe()
+        quiet = probed is None  # OTEL_SDK_DISABLED: no span records anything, nothing to warn about
+        found.update(probed or {})
     except Exception:
         _logger.debug("otel-agent-identity: probing the SDK failed", exc_info=True)
     for name in without:
@@ -88,7 +91,7 @@ def detect(without: tuple[str, ...] | frozenset[str] = ()) -> dict[str, bool]:
         uninstall()
     _detected = found
     for name, present in found.items():
-        if not present and name not in without and name not in _warned:
+        if not present and not quiet and name not in without and name not in _warned:
             _warned.add(name)
             _logger.warning(
                 "otel-agent-identity: this opentelemetry-sdk lacks the private API %r relies on (%s); "
@@ -106,7 +109,7 @@ _WHAT = {
 }
 
 
-def _probe() -> dict[str, bool]:
+def _probe() -> dict[str, bool] | None:
     from opentelemetry.context import Context
     from opentelemetry.metrics import NoOpMeterProvider
     from opentelemetry.sdk.resources import Resource
@@ -131,6 +134,8 @@ def _probe() -> dict[str, bool]:
         provider = TracerProvider(**options)
     provider.add_span_processor(Probe())
     span = provider.get_tracer(__name__).start_span("probe", context=Context(), attributes={"a": 1})
+    if not span.is_recording():  # the SDK is disabled (OTEL_SDK_DISABLED)
+        return None
     store = getattr(span, "_attributes", None)
     found = {
         "store": type(store) is BoundedAttributes
