@@ -276,8 +276,8 @@ def is_hooked() -> bool:
 # -- the span's end (feature "ending", or its fallback) ------------------------------------------------
 
 
-def before_end(span: Any, fn: Callable[[], Any]) -> None:
-    """Call ``fn()`` once, just before ``span`` ends, while it still takes attributes: its ``end``
+def before_end(span: Any, fn: Callable[..., Any], *args: Any) -> None:
+    """Call ``fn(*args)`` once, just before ``span`` ends, while it still takes attributes: its ``end``
     is shadowed on this one span object (every caller, ``use_span`` and ``start_as_current_span``
     included, reaches it through attribute lookup; public API). ``fn``'s exceptions are logged."""
     original = span.end
@@ -286,7 +286,7 @@ def before_end(span: Any, fn: Callable[[], Any]) -> None:
         if span.__dict__.get("end") is end:
             del span.end  # once; the class's end (or an earlier shadow) from now on
         try:
-            fn()
+            fn(*args)
         except Exception:
             _logger.debug("otel-agent-identity: a span's finisher failed", exc_info=True)
         original(end_time)
@@ -336,7 +336,7 @@ def _finish_public(span: Any, scope: Any) -> None:
 
 def _finish_later(span: Any) -> None:
     """The ``ending`` fallback: :func:`finish` just before ``span`` ends."""
-    before_end(span, lambda: finish(None, span))
+    before_end(span, finish, None, span)
 
 
 # -- the span's attribute store (feature "store", or its fallback) ----------------------------------
@@ -479,7 +479,7 @@ def _stamp_public(span: Any, scope: Any) -> None:
         if values:
             span.set_attributes(values)
         if scope.span_ending is not None:
-            before_end(span, lambda: _finish_public(span, scope))
+            before_end(span, _finish_public, span, scope)
     except Exception:
         _logger.debug("otel-agent-identity: could not stamp a span", exc_info=True)
 
@@ -496,7 +496,7 @@ def set_trusted(span: Any, values: dict, scope: Any = None) -> None:
     if not STORE:
         span.set_attributes(values)
         if scope is not None and scope.span_ending is not None:
-            before_end(span, lambda: _finish_public(span, scope))
+            before_end(span, _finish_public, span, scope)
         return
     try:
         store = span._attributes

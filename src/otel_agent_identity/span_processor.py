@@ -76,4 +76,4 @@ class IdentitySpanProcessor(SpanProcessor):
         (``span.end`` shadowed on this one span object: no per-span hook is paid by the other spans;
         public API, see :func:`otel_agent_identity._sdk.before_end`). ``finisher``'s exceptions are
         logged, never raised."""
-        _sdk.before_end(span, lambda: finisher(span))
+        _sdk.before_end(span, finisher, span)
