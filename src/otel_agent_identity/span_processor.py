@@ -42,9 +42,13 @@ class IdentitySpanProcessor(SpanProcessor):
     id the span already has (the application's, set at its creation) is kept; nothing is stamped
     while instrumentation is suppressed (``suppress_instrumentation``).
 
-    It also runs a *finisher* on a watched span just before it ends: that is how a framework's own
+    As a span ends, our ids a count limit evicted are put back and the run's ``span_ending`` hook
+    runs (:func:`otel_agent_identity._sdk.finish`: the SDK's ``_on_ending``, or its fallback). It
+    also runs a *finisher* on a watched span just before it ends: that is how a framework's own
     ``invoke_agent`` span gets the conversation id the service assigned during the run. Register with
     ``TracerProvider.add_span_processor``; :class:`AgentIdentityInstrumentor` does this itself.
+    Constructing one detects, once per process, the SDK private API it uses
+    (:func:`otel_agent_identity._sdk.attach`; never raises).
     """
 
     def __init__(self, stamp_spans: bool = True) -> None:
