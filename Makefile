@@ -7,23 +7,25 @@ COLLECTOR_BIN := collector/_build/otelcol-agentidentity
 ZIPKIN_VERSION := 3.6.1
 ZIPKIN_JAR := .cache/zipkin/zipkin-server-$(ZIPKIN_VERSION)-exec.jar
 
-.PHONY: demo test venv venv-adk test-python test-adk test-go test-rules bench system-deps collector clean zipkin \
+.PHONY: demo test lint venv venv-adk test-python test-adk test-go test-rules bench system-deps collector clean zipkin \
 	test-dist screenshots test-peers test-peers-full
 
 venv: $(VENV)/.installed
-$(VENV)/.installed: pyproject.toml
+# examples/ is installed editable beside the package: its offline models, shared by the examples,
+# tests/ and benchmarks/, import without sys.path edits
+$(VENV)/.installed: pyproject.toml examples/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[all,test]'
+	$(PY) -m pip install -q -e '.[all,test]' -e examples
 	touch $@
 
 # Google ADK pins opentelemetry-api/sdk <= 1.44 (the main venv has the newest): its own venv, its own tests.
 VENV_ADK ?= .venv-adk
 venv-adk: $(VENV_ADK)/.installed
-$(VENV_ADK)/.installed: pyproject.toml
+$(VENV_ADK)/.installed: pyproject.toml examples/pyproject.toml
 	$(PYTHON) -m venv $(VENV_ADK)
 	$(VENV_ADK)/bin/python -m pip install -q --upgrade pip
-	$(VENV_ADK)/bin/python -m pip install -q -e '.[a2a,mcp,google-adk,test]'
+	$(VENV_ADK)/bin/python -m pip install -q -e '.[a2a,mcp,google-adk,test]' -e examples
 	touch $@
 
 # Debian packages the tests need (promtool and prometheus for the alert-rule and scrape tests).
@@ -45,7 +47,14 @@ $(ZIPKIN_JAR):
 demo: venv collector zipkin
 	$(PY) examples/demo.py
 
-test: venv collector system-deps zipkin test-go test-rules test-python test-adk test-dist test-peers
+test: venv collector system-deps zipkin lint test-go test-rules test-python test-adk test-dist test-peers
+
+# ruff (lint and format) and mypy, as configured in pyproject.toml: a violation fails make test (and CI)
+LINTED := src tests benchmarks examples
+lint: venv
+	$(VENV)/bin/ruff check $(LINTED)
+	$(VENV)/bin/ruff format --check $(LINTED)
+	$(VENV)/bin/mypy
 
 test-python: venv
 	AGENT_IDENTITY_COLLECTOR=$(abspath $(COLLECTOR_BIN)) $(PY) -m pytest --ignore=tests/google_adk

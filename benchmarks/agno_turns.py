@@ -3,13 +3,13 @@ MODE ``bare`` or ``ours``; for instruction counts under ``valgrind --tool=callgr
 values of N and take the difference, so start-up cancels out)."""
 
 import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import test_bench_agno as bench
 
+from conftest import use_globally
 from otel_agent_identity import AgentIdentityInstrumentor
+
+use_globally()
 
 mode, children, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 turn = bench._turn(children)

@@ -1,10 +1,26 @@
-import sys
-from pathlib import Path
+"""The benchmarks' one SDK tracer provider: spans are recorded but not exported (what is measured is
+the instrumentation, not an exporter). It is made the global provider (the frameworks' own telemetry
+uses the global one) explicitly, never at import: by the session fixture below under pytest, by
+:func:`use_globally` in each script's main. The offline models come from ``examples/``, installed in
+the dev venvs (``make venv``: ``pip install -e examples``); scripts import this module and their
+sibling modules from their own directory (Python puts a script's directory first on ``sys.path``)."""
 
+from __future__ import annotations
+
+import pytest
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
-# spans are recorded but not exported: what is measured is the instrumentation, not an exporter
 PROVIDER = TracerProvider()
-trace.set_tracer_provider(PROVIDER)
+
+
+def use_globally() -> TracerProvider:
+    """Make :data:`PROVIDER` the global tracer provider (once per process); returns it."""
+    if trace.get_tracer_provider() is not PROVIDER:
+        trace.set_tracer_provider(PROVIDER)
+    return PROVIDER
+
+
+@pytest.fixture(scope="session", autouse=True)
+def global_provider() -> TracerProvider:
+    return use_globally()

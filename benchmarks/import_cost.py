@@ -5,9 +5,9 @@ Cases: a bare SDK set-up (a ``TracerProvider`` set as the global one); the same 
 contrib instrumentor imports (``BaseInstrumentor``, which brings ``packaging`` and
 ``importlib.metadata``, and wrapt's importer); the same plus ``import otel_agent_identity`` and
 ``instrument()``. Each with no framework imported, and with one framework imported first (its own
-import is in every figure of that row, so the differences are ours). ``--launcher`` adds ``opentelemetry-instrument`` with our
-instrumentor disabled vs enabled (process wall time; the contrib httpx/requests instrumentors
-disabled in both: they import their libraries themselves).
+import is in every figure of that row, so the differences are ours). ``--launcher`` adds
+``opentelemetry-instrument`` with our instrumentor disabled vs enabled (process wall time; the contrib
+httpx/requests instrumentors disabled in both: they import their libraries themselves).
 
 Usage: ``.venv/bin/python benchmarks/import_cost.py [--rounds 5] [--launcher]``
 """

@@ -36,8 +36,6 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent / "examples"))
 
 LONG_ID = "c" * 256  # the default max_id_length
 CONCURRENT = 8  # runs in flight at once in the concurrency variant (its figures are per run)
@@ -104,8 +102,7 @@ def _workloads():
     w["AF turn 1"] = af_turn1
 
     def af_tool():
-        sys.path.insert(0, str(HERE.parent / "tests" / "agent_framework"))
-        from helpers import get_weather
+        from offline_chat import get_weather
 
         agent = af_agent(tools=[get_weather])
         session = agent.create_session()
@@ -119,7 +116,7 @@ def _workloads():
         sessions = [a.create_session() for a in agents]
 
         async def turns():
-            await asyncio.gather(*(a.run("hello", session=s) for a, s in zip(agents, sessions)))
+            await asyncio.gather(*(a.run("hello", session=s) for a, s in zip(agents, sessions, strict=False)))
 
         run(turns())
         return lambda: run(turns())
@@ -240,7 +237,7 @@ def _workloads():
         def call():
             fn()
 
-        call.token = token  # noqa: kept attached for the segment; detached by the caller
+        call.token = token  # kept attached for the segment; detached by the caller
         return call
 
     w["child span"] = child
@@ -282,9 +279,11 @@ def child_main(mode: str, rounds: int, n: int, only: set, labels_path: str, wall
     before anything is built), ``bare`` (our processor registered, quiet: the instrumentor ran
     and was undone before anything is built) or a peer's (:data:`PEER_MODES`: bare, and the peer's
     instrumentor on)."""
-    from conftest import PROVIDER
+    from conftest import PROVIDER, use_globally
     from otel_agent_identity import AgentIdentityInstrumentor
     from otel_agent_identity.scope import detach
+
+    use_globally()
 
     inst = AgentIdentityInstrumentor()
     inst.instrument(tracer_provider=PROVIDER)
@@ -369,8 +368,8 @@ def _measure(mode: str, args) -> subprocess.Popen:
             "--dump-instr=no",
             "--dump-line=no",
             f"--callgrind-out-file={out}/cg.out",
+            *child,
         ]
-        + child
     )
     # the same hash seed in every process: dict and set layouts, so instruction counts, match
     proc = subprocess.Popen(

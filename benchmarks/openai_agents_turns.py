@@ -14,16 +14,13 @@ import asyncio
 import statistics
 import sys
 import time
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import test_bench_openai_agents as bench
 from agents import Agent, set_trace_processors, set_tracing_disabled
 from agents.run import AgentRunner
 from opentelemetry.sdk.trace import TracerProvider
 
-from conftest import PROVIDER
+from conftest import PROVIDER, use_globally
 from otel_agent_identity import AgentIdentityInstrumentor
 
 
@@ -35,6 +32,7 @@ def _time(fn, n: int = 1) -> float:
 
 
 def main(rounds: int) -> None:
+    use_globally()
     set_trace_processors([])
     set_tracing_disabled(True)
     AgentIdentityInstrumentor().instrument(tracer_provider=PROVIDER)
@@ -54,7 +52,7 @@ def main(rounds: int) -> None:
     for i in range(rounds + 20):  # the first 20 rounds warm up
         for children, agent in agents.items():
             for mode, call in calls.items():
-                value = _time(lambda: loop.run_until_complete(call(agent)))
+                value = _time(lambda call=call, agent=agent: loop.run_until_complete(call(agent)))
                 if i >= 20:
                     samples.setdefault(f"turn, {children} child spans, {mode}", []).append(value)
         if i >= 20:

@@ -14,17 +14,14 @@ the benchmark's ``extra_info``. The ``agno-per-run`` group is the plain pytest-b
 from __future__ import annotations
 
 import os
-import sys
 import time
-from pathlib import Path
 
 os.environ["AGNO_TELEMETRY"] = "false"  # before agno is imported: no call home
-sys.path.append(str(Path(__file__).resolve().parent.parent / "tests" / "agno"))  # after benchmarks/: its conftest
 
 import interleaved
 import pytest
 from agno.agent import Agent
-from offline_model import OfflineModel
+from offline_agno_model import OfflineModel
 
 from conftest import PROVIDER
 from otel_agent_identity import AgentIdentityInstrumentor

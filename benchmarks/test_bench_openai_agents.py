@@ -10,6 +10,7 @@ added cost of one child span. Compare the groups' medians with the bare SDK span
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 import pytest
 from agents import Agent, Runner, function_tool, set_trace_processors, set_tracing_disabled
@@ -86,10 +87,8 @@ def test_openai_agents_wrapper(benchmark, mode):
         return None
 
     def drive(coro):
-        try:
+        with contextlib.suppress(StopIteration):
             coro.send(None)
-        except StopIteration:
-            pass
 
     inst = AgentIdentityInstrumentor()
     inst.instrument(tracer_provider=PROVIDER)

@@ -105,7 +105,7 @@ def run_conversations(
     urls = args.specialist if len(args.specialist) > 1 else args.specialist * len(conversations)
 
     async def run_all() -> None:
-        for url, conversation in zip(urls, conversations):
+        for url, conversation in zip(urls, conversations, strict=False):
             await converse(url, conversation, args.turns)
 
     asyncio.run(run_all())

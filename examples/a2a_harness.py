@@ -157,9 +157,8 @@ def start_server(
     ``(process, url)`` once it listens (``stdout``: a pipe unless told, e.g. ``subprocess.DEVNULL``;
     stderr the file ``process.log_path``). Raises RuntimeError (with its log) if it never listens."""
     port = free_port()
-    log = tempfile.NamedTemporaryFile(prefix=f"{service}-", suffix=".log", delete=False)
     cmd = [str(LAUNCHER), sys.executable, str(EXAMPLES / script), "--port", str(port), "--name", service, *args]
-    with log:
+    with tempfile.NamedTemporaryFile(prefix=f"{service}-", suffix=".log", delete=False) as log:
         proc = subprocess.Popen(cmd, env=otel_env(service, endpoint, **extra), stdout=stdout, stderr=log, text=True)
     proc.log_path = Path(log.name)
     try:

@@ -392,7 +392,7 @@ def main() -> int:
                     [shape for shape, _ in FRAMEWORK_SPECIALISTS],
                 )
             )
-        for (shape, what), (proc, url) in zip(FRAMEWORK_SPECIALISTS, started):
+        for (shape, what), (proc, url) in zip(FRAMEWORK_SPECIALISTS, started, strict=False):
             procs.append(proc)
             urls[shape] = url
             print(f"{shape}: {what}, A2A server at {url}")

@@ -88,7 +88,7 @@ def _langgraph(shape: str, name: str, truth: Truth):
 
     async def answer(text: str, context_id: str) -> str:
         if stateless:
-            messages = histories.get(context_id, []) + [HumanMessage(text)]
+            messages = [*histories.get(context_id, []), HumanMessage(text)]
             out = await app.ainvoke({"messages": messages})
             histories[context_id] = out["messages"]
         else:

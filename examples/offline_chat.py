@@ -35,7 +35,14 @@ from agent_framework import (
     FunctionInvocationLayer,
     Message,
     ResponseStream,
+    tool,
 )
+
+
+@tool
+def get_weather(city: str) -> str:
+    """Return the weather for a city."""
+    return "sunny"
 
 
 class RawOfflineChatClient(BaseChatClient):

@@ -114,7 +114,8 @@ def pytest_collection_modifyitems(config, items):
     reason = (
         f"AGENT_IDENTITY_COLLECTOR={binary} is not an executable (make collector)"
         if binary
-        else "set AGENT_IDENTITY_COLLECTOR to the otelcol-agentidentity binary (make collector; make test-python sets it)"
+        else "set AGENT_IDENTITY_COLLECTOR to the otelcol-agentidentity binary "
+        "(make collector; make test-python sets it)"
     )
     skip = pytest.mark.skip(reason=reason)
     for item in items:

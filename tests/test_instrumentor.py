@@ -60,3 +60,43 @@ async def test_application_exception_reaches_the_caller_unchanged(instrumentor, 
     with pytest.raises(Boom, match="model down"):
         await agent.run("hi", session=agent.create_session())
     assert any(s.name.startswith("invoke_agent") for s in exporter.get_finished_spans())
+
+
+def test_instrumentation_dependencies_are_the_adapters_requirements_any_one_suffices(monkeypatch):
+    """contrib's instruments-any: the instrumentor's list, pyproject.toml's ``instruments-any`` extra
+    and the adapters' own REQUIREMENTS are one list; a framework not installed disables nothing."""
+    import importlib
+    from pathlib import Path
+
+    import tomllib
+    from packaging.requirements import Requirement
+
+    from otel_agent_identity import package
+    from otel_agent_identity.adapters import ADAPTERS
+
+    inst = AgentIdentityInstrumentor()
+    listed = {str(Requirement(r)) for r in inst.instrumentation_dependencies()}
+    extras = tomllib.loads((Path(__file__).resolve().parent.parent / "pyproject.toml").read_text())
+    extra = {str(Requirement(r.split(";")[0])) for r in extras["project"]["optional-dependencies"]["instruments-any"]}
+    adapters = {str(Requirement(r)) for name in ADAPTERS for r in importlib.import_module(ADAPTERS[name]).REQUIREMENTS}
+    assert listed == extra == adapters
+    assert inst._check_dependency_conflicts() is None
+    monkeypatch.setattr(package, "_instruments_any", ("not-installed-framework >= 1", *package._instruments_any))
+    monkeypatch.setattr("otel_agent_identity._instruments_any", package._instruments_any)
+    assert inst._check_dependency_conflicts() is None  # one missing: the others still instrument
+    monkeypatch.setattr("otel_agent_identity._instruments_any", ("not-installed-framework >= 1",))
+    assert inst._check_dependency_conflicts() is not None  # none installed: the launcher skips us
+
+
+def test_tracer_and_meter_carry_the_schema_url(tracer_provider):
+    from opentelemetry.semconv.schemas import Schemas
+
+    from otel_agent_identity import metrics
+
+    inst = AgentIdentityInstrumentor()
+    inst.instrument(tracer_provider=tracer_provider)
+    try:
+        assert inst._handler.tracer._instrumentation_scope.schema_url == Schemas.V1_37_0.value
+        assert metrics._counters  # created on the meter of that schema (the API keeps no scope to read)
+    finally:
+        inst.uninstrument()

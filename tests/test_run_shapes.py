@@ -159,7 +159,7 @@ async def test_async_generator_dropped_after_break_is_finalised(handler, exporte
 
 async def test_async_generator_consumed_in_another_task(handler, exporter):
     async def agen():
-        for i in range(3):
+        for _ in range(3):
             await asyncio.sleep(0)
             yield _seen()
 

@@ -1,7 +1,7 @@
 """Our ids under the SDK's span limits, on a provider of its own: the count limit evicts the oldest
 attribute first (ours: we stamp at start, before the span's own attributes), and the processor puts
 our ids back as the span ends, before any exporter's ``on_end`` sees it; nothing is kept for a span
-once it ended (the record lives on the span's attribute store, see ``span_processor._REC``)."""
+once it ended (the record lives on the span's attribute store, see ``_sdk._REC``)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from app_shapes import LIMITS, SHAPES, check
-from otel_agent_identity import span_processor
+from otel_agent_identity import _sdk
 from otel_agent_identity.scope import IdentityScope, attach, detach
 from otel_agent_identity.span_processor import IdentitySpanProcessor
 
@@ -136,18 +136,18 @@ def test_an_sdk_attribute_write_of_another_shape_is_wrapped(monkeypatch):
     """An SDK whose write is not the one this package knows gets a wrapper around it: same result."""
     from opentelemetry.attributes import BoundedAttributes
 
-    span_processor.uninstall()
-    monkeypatch.setattr(span_processor, "_same_code", lambda a, b: False)
+    _sdk.uninstall()
+    monkeypatch.setattr(_sdk, "_same_code", lambda a, b: False)
     try:
         tracer, exporter = _provider(max_span_attributes=4)  # the processor installs the hook
-        assert BoundedAttributes._setitem_locked is not span_processor._setitem_noted
+        assert BoundedAttributes._setitem_locked is not _sdk._setitem_noted
         for shape in SHAPES:
-            _in_scope(lambda: SHAPES[shape](tracer))
+            _in_scope(lambda shape=shape: SHAPES[shape](tracer))
             (span,) = exporter.get_finished_spans()
             check(span, shape, 4, "e" * 32)
             exporter.clear()
     finally:
-        span_processor.uninstall()
+        _sdk.uninstall()
 
 
 def test_nothing_is_stamped_while_instrumentation_is_suppressed_inside_a_run():

@@ -32,16 +32,17 @@ from typing import Any
 
 import wrapt
 from opentelemetry import trace
-from opentelemetry.instrumentation.dependencies import get_dependency_conflicts
-from opentelemetry.instrumentation.instrumentor import BaseInstrumentor
+from opentelemetry.instrumentation.dependencies import DependencyConflict, get_dependency_conflicts
+from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]  # the module is "# type: ignore"
 
-from otel_agent_identity import boundary, metrics, span_processor
+from otel_agent_identity import _sdk, boundary, metrics
 from otel_agent_identity._runs import RunHandler
 from otel_agent_identity.adapters import ADAPTERS, GUARDS, HOOKS
 from otel_agent_identity.boundary import Upstream, upstream
 from otel_agent_identity.config import Config
 from otel_agent_identity.continuity import conversation_id, new_conversation, resumed
 from otel_agent_identity.extractors import ExtractorRegistry, RunCall, register_extractor, registry
+from otel_agent_identity.package import SCHEMA_URL, _instruments, _instruments_any
 from otel_agent_identity.scope import current_scope, delegation, execution, suppressed
 from otel_agent_identity.span_processor import IdentitySpanProcessor
 from otel_agent_identity.version import __version__
@@ -80,7 +81,7 @@ class AgentIdentityInstrumentor(BaseInstrumentor):
     """
 
     _handler: RunHandler | None = None
-    _adapters: list = []
+    _adapters: list[Any]  # the adapters loaded, set by _instrument
 
     def instrument(self, **kwargs: Any) -> Any:
         """As :meth:`BaseInstrumentor.instrument`; while instrumentation is suppressed
@@ -90,7 +91,16 @@ class AgentIdentityInstrumentor(BaseInstrumentor):
         return super().instrument(**kwargs)
 
     def instrumentation_dependencies(self) -> Collection[str]:
-        return ()  # each adapter checks its own framework
+        """The frameworks this instruments, one requirement per adapter (:mod:`otel_agent_identity.package`).
+        Any one of them suffices (contrib's ``instruments-any``, see :meth:`_check_dependency_conflicts`);
+        each adapter checks its own when the application imports its framework."""
+        return _instruments_any
+
+    def _check_dependency_conflicts(self) -> DependencyConflict | None:
+        """``instrument()``'s check, as the launcher's of pyproject.toml's ``instruments-any`` extra: a
+        conflict only when none of :meth:`instrumentation_dependencies` is installed in its range (a
+        framework not installed never disables the others)."""
+        return get_dependency_conflicts(_instruments, _instruments_any)
 
     def _instrument(self, **kwargs: Any) -> None:
         global _active
@@ -98,7 +108,7 @@ class AgentIdentityInstrumentor(BaseInstrumentor):
         boundary.configure(config)
         registry.max_id_length = config.max_id_length
         provider = kwargs.get("tracer_provider") or trace.get_tracer_provider()
-        tracer = trace.get_tracer(__name__, __version__, provider)
+        tracer = trace.get_tracer(__name__, __version__, provider, schema_url=SCHEMA_URL)
         handler = RunHandler(tracer, IdentitySpanProcessor(stamp_spans=config.stamp_spans), registry)
         # no provider yet (the application sets the global one later): attach at the first run
         handler.provider = None if "tracer_provider" in kwargs else provider
@@ -106,7 +116,7 @@ class AgentIdentityInstrumentor(BaseInstrumentor):
         handler.attach_processor(provider)
         metrics.configure(kwargs.get("meter_provider"), provider)
         self._handler = handler
-        self._adapters = []
+        self._adapters: list[Any] = []
         self._loaded: dict[str, Any] = {}  # adapter name -> module, or None when skipped
         self._done: set[tuple] = set()  # the HOOKS rows run
         self._extractors_loaded = False
@@ -125,8 +135,8 @@ class AgentIdentityInstrumentor(BaseInstrumentor):
             handler = self._handler
             rows = [row for row in HOOKS if row[0] == module_name and row not in self._done]
             self._done.update(rows)
-            rows = [(row, self._adapter(row[1])) for row in rows] if handler is not None else ()
-        for (_, name, function), adapter in rows:
+            todo = [(row, self._adapter(row[1])) for row in rows] if handler is not None else []
+        for (_, name, function), adapter in todo:
             if adapter is None or self._loaded.get(name) is None:
                 continue
             try:
@@ -143,8 +153,10 @@ class AgentIdentityInstrumentor(BaseInstrumentor):
         """The adapter module ``name``, loaded and its version checked once; None when skipped."""
         if name in self._loaded:
             return self._loaded[name]
-        config = self._handler.config
+        config = self._handler.config if self._handler is not None else None
         adapter = None
+        if config is None:  # uninstrumented meanwhile
+            return None
         if config.frameworks is None or name in config.frameworks or name in GUARDS:
             try:
                 adapter = _load_adapter(name, ADAPTERS[name])
@@ -174,7 +186,7 @@ class AgentIdentityInstrumentor(BaseInstrumentor):
         if self._handler is not None:
             self._handler.processor.enabled = False  # a provider cannot drop a processor; it goes quiet
             self._handler = None
-        span_processor.uninstall()
+        _sdk.uninstall()
 
 
 #: the instrumentor whose hooks are live (None: uninstrumented), the modules given a hook, and the

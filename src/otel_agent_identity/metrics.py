@@ -16,6 +16,7 @@ from typing import Any
 
 from opentelemetry import metrics as otel_metrics
 
+from otel_agent_identity.package import SCHEMA_URL
 from otel_agent_identity.version import __version__
 
 _logger = logging.getLogger(__name__)
@@ -60,7 +61,7 @@ def configure(meter_provider: Any = None, tracer_provider: Any = None) -> None:
     take ``service`` from ``tracer_provider.resource`` (``service.name``). Never raises."""
     global _service
     try:
-        meter = otel_metrics.get_meter(__name__, __version__, meter_provider)
+        meter = otel_metrics.get_meter(__name__, __version__, meter_provider, schema_url=SCHEMA_URL)
         counters = {
             name: meter.create_counter(name, unit="{event}", description=text) for name, text in _DESCRIPTIONS.items()
         }

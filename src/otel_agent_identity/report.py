@@ -154,7 +154,7 @@ def conversations(traces: list[list[dict]]) -> list[Conversation]:
         conversation_id = _tags(tagged[0])[GEN_AI_CONVERSATION_ID]
         conv = by_id.setdefault(conversation_id, Conversation(conversation_id))
         conv.trace_ids.append(str(spans[0].get("traceId", "")))
-        conv.services = sorted(set(conv.services) | {_service(s) for s in spans if _service(s)})
+        conv.services = sorted(set(conv.services) | {svc for s in spans if (svc := _service(s))})
         times = [int(s.get("timestamp", 0)) for s in spans if s.get("timestamp")]
         if times:
             conv.first_seen_us = min(times) if not conv.first_seen_us else min(conv.first_seen_us, min(times))
@@ -176,7 +176,7 @@ def conversations(traces: list[list[dict]]) -> list[Conversation]:
                     duplicate=tags.get(DELEGATION_DUPLICATE) == "true",
                     asked=tags.get(HOP_REQUESTED),
                     used=tags.get(HOP_CALLEE_CONVERSATION),
-                    resumed={"true": True, "false": False}.get(tags.get(HOP_CALLEE_RESUMED)),
+                    resumed={"true": True, "false": False}.get(tags.get(HOP_CALLEE_RESUMED, "")),
                     delegation_id=_tags(parent).get(DELEGATION_ID) or tags.get(DELEGATION_ID),
                 )
             )
@@ -207,7 +207,7 @@ def table(convs: list[Conversation], zipkin: str, since: str) -> str:
             for c in convs
         ]
         widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
-        lines += ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)) + "  " + r[-1] for r in rows]
+        lines += ["  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=False)) + "  " + r[-1] for r in rows]
     for c in broken:
         lines.append(f"\n{c.id}:")
         for hop in c.flagged:

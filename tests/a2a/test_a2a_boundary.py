@@ -76,7 +76,7 @@ async def test_server_stream_dropped_unfinished_ends_its_span(instrumentor, expo
     """A client that abandons an SSE response: the route stops pulling and drops the stream."""
 
     async def on_stream(params, ctx):
-        for i in range(10):
+        for _ in range(10):
             yield Task(id="t", context_id="ctx-1", status=TaskStatus(state=TaskState.TASK_STATE_WORKING))
 
     stream = server_wrapper(trace.get_tracer("t"), True)(

@@ -49,7 +49,7 @@ def run(tmp_path_factory):
             )
         procs.extend(proc for proc, _ in started)
         urls: dict[str, list[str]] = {}
-        for (service, _shape, _db), (_proc, url) in zip(plan, started):
+        for (service, _shape, _db), (_proc, url) in zip(plan, started, strict=False):
             urls.setdefault(service, []).append(url)
         specialists = [(service, ",".join(u)) for service, u in urls.items()]
         records = h.run_both_callers(specialists, collector.endpoint, TURNS)

@@ -63,7 +63,7 @@ async def test_a2a_agent_hop_is_one_trace_with_the_right_ids_on_both_sides(instr
     assert {s.attributes.get("gen_ai.conversation.id") for s in exporter.get_finished_spans()} <= {None, context_id}
     spans = _client_spans(exporter)
     assert len(spans) == 2
-    for client, mid in zip(spans, ids):
+    for client, mid in zip(spans, ids, strict=False):
         a = client.attributes
         assert a["gen_ai.conversation.id"] == context_id  # turn 1: as the server assigned it; turn 2: as sent
         assert a["a2a.method.name"] == "SendMessage"  # A2AAgent(url=) has a minimal card: no streaming

@@ -65,7 +65,7 @@ def test_verdict_equals_the_models_own_history_count(run, caller, shape):
     counts = [truth[r["trace_id"]] for r in recs]
     # the shape is what it claims: 1, 3, 5 when it continues, 1, 1, 1 when it forgets
     assert counts == ([[1], [3], [5]] if CONTINUES[shape] else [[1], [1], [1]])
-    for rec, seen in zip(recs, counts):
+    for rec, seen in zip(recs, counts, strict=False):
         a = _hop(spans, rec["trace_id"])
         forgot = h.expected_verdict(rec, seen)
         where = f"{shape} via {caller}, turn {rec['turn']}: {a}"
@@ -97,7 +97,7 @@ def test_the_caller_alone_sees_a_callee_answering_elsewhere(run):
     by_id = {s.span_id: s for s in spans}
     for caller in ("a2a_agent", "direct"):
         for rec in records[caller]:
-            hop = [s for s in h.hop_spans(spans) if s.trace_id == rec["trace_id"]][0]
+            hop = next(s for s in h.hop_spans(spans) if s.trace_id == rec["trace_id"])
             client = by_id[hop.parent_id]  # the A2A CLIENT span, or a transport span below it
             while client.attributes.get("gen_ai.operation.name") != "invoke_agent":
                 client = by_id[client.parent_id]
@@ -110,7 +110,7 @@ def test_the_caller_alone_sees_a_callee_answering_elsewhere(run):
 
 
 def test_metrics_count_flagged_hops_by_reason(run):
-    records, _, _, samples, _ = run
+    _, _, _, samples, _ = run
     per_caller = TURNS - 1  # turns 2 and 3 of each forgetting shape, for each of the two callers
     assert (
         h.metric_sum(samples, "agent_identity_mismatches", callee_service="a2a-executor", reason="state_not_resumed")

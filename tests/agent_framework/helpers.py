@@ -2,18 +2,12 @@
 
 from __future__ import annotations
 
-from offline_chat import OfflineChatClient
+from offline_chat import OfflineChatClient, get_weather
 
-from agent_framework import Agent, tool
+from agent_framework import Agent
 
 CONV = "gen_ai.conversation.id"
 EXEC = "agent_identity.execution.id"
-
-
-@tool
-def get_weather(city: str) -> str:
-    """Return the weather for a city."""
-    return "sunny"
 
 
 def make_agent(mode: str = "service", name: str = "helper", prefix: str = "offline", **kwargs) -> Agent:

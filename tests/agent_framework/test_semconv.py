@@ -131,5 +131,7 @@ async def test_a2a_agent_client_span_and_streaming_executor(instrumentor, export
         assert {s.name.split(" ")[0] for s in run} >= {"invoke_agent", "chat"}
         assert {s.attributes.get(CONV) for s in run} == {context_id}
     # the CLIENT span lasts as long as the remote run it waited for
-    for client, span in zip(sorted(clients, key=lambda s: s.start_time), sorted(served, key=lambda s: s.start_time)):
+    for client, span in zip(
+        sorted(clients, key=lambda s: s.start_time), sorted(served, key=lambda s: s.start_time), strict=False
+    ):
         assert client.start_time <= span.start_time and client.end_time >= span.end_time

@@ -74,7 +74,7 @@ async def test_stream_abandoned_after_one_chunk(instrumentor, exporter):
 async def test_500_concurrent_runs_keep_their_own_ids(instrumentor, exporter):
     agents = [make_agent("service", prefix=f"a{i}") for i in range(500)]
     sessions = [a.create_session() for a in agents]
-    await asyncio.gather(*(a.run("what's the weather", session=s) for a, s in zip(agents, sessions)))
+    await asyncio.gather(*(a.run("what's the weather", session=s) for a, s in zip(agents, sessions, strict=False)))
     runs = by_execution(exporter.get_finished_spans())
     assert len(runs) == 500
     for spans in runs.values():

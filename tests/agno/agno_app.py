@@ -29,7 +29,7 @@ from agno.db.in_memory import InMemoryDb  # noqa: E402
 from agno.team import Team  # noqa: E402
 from agno.workflow import Step, Workflow  # noqa: E402
 from agno_support import make_agent  # noqa: E402
-from offline_model import OfflineModel  # noqa: E402
+from offline_agno_model import OfflineModel  # noqa: E402
 
 
 def record(kind: str, out, **extra) -> None:

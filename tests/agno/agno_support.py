@@ -7,7 +7,7 @@ import threading
 from agno.agent import Agent
 from agno.db.in_memory import InMemoryDb
 from agno.run import RunContext
-from offline_model import OfflineModel
+from offline_agno_model import OfflineModel
 from opentelemetry import trace
 
 CONV = "gen_ai.conversation.id"

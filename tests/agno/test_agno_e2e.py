@@ -93,7 +93,7 @@ def test_workflow_steps_are_children_of_the_workflow_run(run):
     (wf,) = [r for r in records if r["kind"] == "workflow"]
     root = _span(spans, "invoke_workflow pipeline", wf["run_id"])
     assert root.attributes[CONV] == wf["session_id"] and root.attributes["gen_ai.workflow.name"] == "pipeline"
-    for name, run_id in zip(("first", "second"), wf["step_run_ids"]):
+    for name, run_id in zip(("first", "second"), wf["step_run_ids"], strict=False):
         step = _span(spans, f"invoke_agent {name}", run_id)
         assert step.attributes[CONV] == wf["session_id"] and step.attributes[PARENT] == wf["run_id"]
         assert step.trace_id == root.trace_id

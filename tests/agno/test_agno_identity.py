@@ -128,8 +128,7 @@ def test_every_return_shape_keeps_its_type_and_carries_the_ids(instrumentor, exp
 def test_sync_stream_abandoned_after_one_event_ends_its_span(instrumentor, exporter, how):
     agent = make_agent()
     stream = agent.run("hello there", session_id="conv-ab", stream=True, stream_events=True)
-    for first in stream:
-        break
+    first = next(iter(stream))
     assert agent_spans(exporter.get_finished_spans()) == []
     if how == "close":
         stream.close()
@@ -279,7 +278,7 @@ async def test_team_background_run_span_covers_the_background_work(instrumentor,
     from agno.db.in_memory import InMemoryDb
     from agno.run.background import await_background_runs
     from agno.team import Team
-    from offline_model import OfflineModel
+    from offline_agno_model import OfflineModel
 
     member = make_agent(name="weather", id="weather-agent", db=None)
     team = Team(name="desk", members=[member], db=InMemoryDb(), model=OfflineModel(delegate_to="weather-agent"))
@@ -308,7 +307,7 @@ async def test_background_stream_left_early_keeps_the_span_until_the_run_ends(in
 
     agent.model.ainvoke_stream = slow_stream
     stream = agent.arun("weather in Accra", session_id="conv-sse", background=True, stream=True, stream_events=True)
-    async for first in stream:
+    async for _first in stream:
         break
     await stream.aclose()
     assert agent.model.calls == [] and agent_spans(exporter.get_finished_spans()) == []
@@ -328,7 +327,7 @@ def test_span_names_follow_each_agent_and_a_rename(instrumentor, exporter):
     the run's start (name, else the id Agno gives it on its first run, else its type: an unnamed
     Agent and an unnamed Team each their own), and a renamed agent gets its new name."""
     from agno.team import Team
-    from offline_model import OfflineModel
+    from offline_agno_model import OfflineModel
 
     agent = make_agent(name=None, db=None, tools=[])
     team = Team(members=[make_agent(name="member", db=None, tools=[])], model=OfflineModel())

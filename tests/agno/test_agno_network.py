@@ -9,7 +9,7 @@ from agno.db.in_memory import InMemoryDb
 from agno.team import Team
 from agno.workflow import Step, Workflow
 from agno_support import agent_spans, make_agent
-from offline_model import OfflineModel
+from offline_agno_model import OfflineModel
 
 
 async def test_runs_of_every_kind_make_no_network_call(instrumentor, exporter, no_network):

@@ -10,7 +10,7 @@ from agno.db.in_memory import InMemoryDb
 from agno.team import Team
 from agno.workflow import Step, Workflow
 from agno_support import CONV, EXEC, PARENT, TOOL_CALLS, agent_spans, inside, make_agent
-from offline_model import OfflineModel
+from offline_agno_model import OfflineModel
 
 
 @pytest.fixture(autouse=True)

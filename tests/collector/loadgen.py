@@ -70,11 +70,12 @@ def _provider(service: str, endpoint: str, acked: list, lock: threading.Lock) ->
 def one_trace(orch: trace.Tracer, spec: trace.Tracer, conv: str, created: list, ids: list, payload: str = "") -> None:
     execution, callee_execution, delegation = uuid.uuid4().hex, uuid.uuid4().hex, uuid.uuid4().hex
     ids.extend((conv, execution, callee_execution, delegation))
-    with orch.start_as_current_span(
-        "invoke_agent orchestrator",
-        attributes={OP: "invoke_agent", AGENT: "orchestrator", CONV: conv, EXECUTION: execution},
-    ) as root:
-        with orch.start_as_current_span(
+    with (
+        orch.start_as_current_span(
+            "invoke_agent orchestrator",
+            attributes={OP: "invoke_agent", AGENT: "orchestrator", CONV: conv, EXECUTION: execution},
+        ) as root,
+        orch.start_as_current_span(
             "invoke_agent specialist",
             kind=trace.SpanKind.CLIENT,
             attributes={
@@ -85,17 +86,16 @@ def one_trace(orch: trace.Tracer, spec: trace.Tracer, conv: str, created: list, 
                 EXECUTION: execution,
                 DELEGATION: delegation,
             },
-        ) as client:
-            with spec.start_as_current_span("POST /", kind=trace.SpanKind.SERVER) as server:
-                with spec.start_as_current_span(
-                    "invoke_agent specialist",
-                    attributes={OP: "invoke_agent", AGENT: "specialist", CONV: conv, EXECUTION: callee_execution},
-                ) as agent:
-                    chat_attrs = {OP: "chat", "gen_ai.input.messages": payload} if payload else {OP: "chat"}
-                    with spec.start_as_current_span(
-                        "chat model", kind=trace.SpanKind.CLIENT, attributes=chat_attrs
-                    ) as chat:
-                        pass
+        ) as client,
+        spec.start_as_current_span("POST /", kind=trace.SpanKind.SERVER) as server,
+        spec.start_as_current_span(
+            "invoke_agent specialist",
+            attributes={OP: "invoke_agent", AGENT: "specialist", CONV: conv, EXECUTION: callee_execution},
+        ) as agent,
+    ):
+        chat_attrs = {OP: "chat", "gen_ai.input.messages": payload} if payload else {OP: "chat"}
+        with spec.start_as_current_span("chat model", kind=trace.SpanKind.CLIENT, attributes=chat_attrs) as chat:
+            pass
     created.extend(
         [f"{s.get_span_context().trace_id:032x}", f"{s.get_span_context().span_id:016x}"]
         for s in (root, client, server, agent, chat)

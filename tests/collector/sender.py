@@ -96,9 +96,11 @@ def callee(args: argparse.Namespace) -> None:
             attrs = {OP: "invoke_agent", AGENT: args.service, EXECUTION: uuid.uuid4().hex}
             if args.conversation:
                 attrs[CONV] = args.conversation
-            with tracer.start_as_current_span(f"invoke_agent {args.service}", attributes=attrs):
-                with tracer.start_as_current_span("chat model", kind=trace.SpanKind.CLIENT, attributes={OP: "chat"}):
-                    pass
+            with (
+                tracer.start_as_current_span(f"invoke_agent {args.service}", attributes=attrs),
+                tracer.start_as_current_span("chat model", kind=trace.SpanKind.CLIENT, attributes={OP: "chat"}),
+            ):
+                pass
     provider.shutdown()
 
 

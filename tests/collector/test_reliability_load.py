@@ -4,8 +4,9 @@
 - memory_limiter: prompt-sized spans (a 32 KiB ``gen_ai.input.messages`` on each chat span) in
   rate steps held 10 s by groupbytrace push the heap over the limit; the receiver answers 503, the
   collector counts the refusals, the SDK retries, and once the load drops everything refused is
-  delivered and judged (a retry later than wait_duration as a fragment, never a mismatch). Peak RSS (VmHWM) stays under the memory budget: ``limit_mib`` (also
-  GOMEMLIMIT) plus the collector's non-heap memory (``NON_HEAP_MIB``).
+  delivered and judged (a retry later than wait_duration as a fragment, never a mismatch). Peak RSS
+  (VmHWM) stays under the memory budget: ``limit_mib`` (also GOMEMLIMIT) plus the collector's non-heap
+  memory (``NON_HEAP_MIB``).
 - Throughput with and without agentidentity, one run, the same pre-encoded agent-shaped requests
   replayed to two collectors side by side (single-node and tier 2): collector CPU seconds per span.
 - groupbytrace ``num_traces`` overflow: evicted traces are counted, never a false mismatch."""
@@ -133,7 +134,7 @@ def test_throughput_with_and_without_agentidentity(tmp_path, pipeline):
             return rs.metric_sum(rs.parse_metrics(c.metrics()), "otelcol_exporter_sent_spans", exporter="file") >= spans
 
         for k, c in cols.items():
-            cs.wait_for(lambda: written(c), 120, f"{k}: every span written")
+            cs.wait_for(lambda c=c: written(c), 120, f"{k}: every span written")
         cpu = {k: _cpu_seconds(c.proc.pid) - cpu0[k] for k, c in cols.items()}
         figures = {
             k: {"spans": spans, "collector_cpu_s": round(cpu[k], 2), "spans_per_cpu_s": round(spans / cpu[k])}

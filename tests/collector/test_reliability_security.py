@@ -72,7 +72,7 @@ def _listening(pid: int) -> list[str]:
         if target.startswith("socket:["):
             inodes.add(target[8:-1])
     out = []
-    for table, width in (("tcp", 8), ("tcp6", 32)):
+    for table, _width in (("tcp", 8), ("tcp6", 32)):
         for line in Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]:
             parts = line.split()
             if parts[3] == "0A" and parts[9] in inodes:  # LISTEN
@@ -191,7 +191,9 @@ def test_mutual_tls_between_tier1_and_tier2(tmp_path):
         # The refused ones: tier 2 turned their handshakes down, their spans wait in their queues.
         for col, evidence in ((bad[0], "error reading server preface"), (bad[1], "unknown certificate authority")):
             cs.wait_for(
-                lambda: evidence in col.log.read_text(errors="replace").lower(), 30, f"a TLS refusal in {col.log}"
+                lambda evidence=evidence, col=col: evidence in col.log.read_text(errors="replace").lower(),
+                30,
+                f"a TLS refusal in {col.log}",
             )
         got = {t for t, _ in rs.span_keys(dep.tier2_spans())}
         for name in ("plain", "rogue"):

@@ -28,7 +28,7 @@ def _start(mode: str) -> tuple[subprocess.Popen, int]:
             return proc, port
         except OSError:
             if proc.poll() is not None:
-                raise RuntimeError(f"{mode} echo server exited")
+                raise RuntimeError(f"{mode} echo server exited") from None
             time.sleep(0.1)
     proc.kill()
     raise RuntimeError(f"{mode} echo server did not start")

@@ -34,10 +34,12 @@ async def _session_http(url):
 
 
 async def _session_stdio(command):
-    async with stdio_client(StdioServerParameters(command=command)) as (read, write):
-        async with ClientSession(read, write) as session:
-            await session.initialize()
-            return _echo(await session.call_tool("echo_meta", {}))
+    async with (
+        stdio_client(StdioServerParameters(command=command)) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        return _echo(await session.call_tool("echo_meta", {}))
 
 
 async def _client(target):
@@ -132,10 +134,12 @@ async def test_uninstrument_restores_mcp(servers, planted, guard):
 async def test_application_meta_with_case_variant_baggage_key_leaks_nothing(stdio_commands, planted, guard):
     """mcp injects its own lower-case ``baggage`` beside the application's ``Baggage``: both are filtered."""
     guard()
-    async with stdio_client(StdioServerParameters(command=stdio_commands["other"])) as (read, write):
-        async with ClientSession(read, write) as session:
-            await session.initialize()
-            received = _echo(await session.call_tool("echo_meta", {}, meta={"Baggage": "team=x,user.id=bob"}))
+    async with (
+        stdio_client(StdioServerParameters(command=stdio_commands["other"])) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        received = _echo(await session.call_tool("echo_meta", {}, meta={"Baggage": "team=x,user.id=bob"}))
     assert_no_identity(received)
     assert parse_baggage(received["meta"]["Baggage"]) == {"team": "x"}
     assert parse_baggage(received["meta"]["baggage"]) == {"tenant": "acme"}

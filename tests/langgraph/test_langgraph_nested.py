@@ -4,6 +4,8 @@ LangGraph itself gives the child's node (``get_config()``), and the checkpoints 
 
 from __future__ import annotations
 
+import itertools
+
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
@@ -37,7 +39,7 @@ def _parent(nodes, checkpointer=None, parallel=False):
             g.add_edge(name, END)
     else:
         g.add_edge(START, names[0])
-        for a, b in zip(names, names[1:]):
+        for a, b in itertools.pairwise(names):
             g.add_edge(a, b)
         g.add_edge(names[-1], END)
     return g.compile(name="parent", checkpointer=checkpointer or InMemorySaver())

@@ -51,7 +51,7 @@ async def test_two_runs_on_a_sqlite_session_continue_one_conversation(instrument
         assert "agent_identity.conversation.changed" not in agent_span.attributes
     tools = spans_named(spans, "tool-work")
     assert len(tools) == 2
-    for tool_span, agent_span in zip(tools, agents):
+    for tool_span, agent_span in zip(tools, agents, strict=False):
         assert tool_span.parent.span_id == agent_span.context.span_id
         assert (tool_span.attributes[CONV], tool_span.attributes[EXEC]) == ("conv-1", agent_span.attributes[EXEC])
 

@@ -47,7 +47,7 @@ def test_no_session_never_resumed_history_in_the_input_did(instrumentor, exporte
     async def go():
         first = await Runner.run(agent, "hello")
         again = await Runner.run(agent, "hello")
-        fed = await Runner.run(agent, first.to_input_list() + [{"role": "user", "content": "more"}])
+        fed = await Runner.run(agent, [*first.to_input_list(), {"role": "user", "content": "more"}])
         return [first.final_output, again.final_output, fed.final_output]
 
     assert asyncio.run(go()) == ["seen 1", "seen 1", "seen 3"]
