@@ -196,10 +196,10 @@ func (m *verdictMemory) slot(k [24]byte) uint32 {
 // else its counts go into t. A re-delivery merged with spans not judged
 // before (a late fragment) is counted again as a whole.
 func (p *identityProcessor) processTraceOnce(ctx context.Context, spans []spanRef, sc *scratch, t *tally) {
-	var own tally
-	p.processTrace(spans, sc, &own)
-	var keys [][24]byte
-	var marked []int
+	own := &sc.own
+	defer own.reset()
+	p.processTrace(spans, sc, own)
+	keys, marked := sc.keys[:0], sc.marked[:0]
 	for i, s := range spans {
 		if _, ok := s.span.Attributes().Get(attrHopResult); ok {
 			var k [24]byte
@@ -207,13 +207,20 @@ func (p *identityProcessor) processTraceOnce(ctx context.Context, spans []spanRe
 			copy(k[:16], tid[:])
 			copy(k[16:], sid[:])
 			keys = append(keys, k)
-			marked = append(marked, i)
+			marked = append(marked, int32(i))
 		}
 	}
+	sc.keys, sc.marked = keys, marked
 	if len(keys) == 0 || !p.memory.seenAll(keys) {
-		t.merge(&own)
+		t.merge(own)
 		return
 	}
+	p.markDuplicateVerdicts(ctx, spans, marked)
+}
+
+// markDuplicateVerdicts marks the verdict spans of a re-delivered trace and
+// counts them by callee service.
+func (p *identityProcessor) markDuplicateVerdicts(ctx context.Context, spans []spanRef, marked []int32) {
 	bySvc := map[string]int64{}
 	for _, i := range marked {
 		spans[i].span.Attributes().PutBool(attrVerdictDuplicate, true)

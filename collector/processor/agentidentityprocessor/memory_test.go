@@ -26,7 +26,7 @@ type storageHost struct {
 func (h storageHost) GetExtensions() map[component.ID]component.Component { return h.exts }
 
 // startFileStorage starts a file_storage extension over dir; the caller shuts it down.
-func startFileStorage(t *testing.T, dir string) (component.ID, extension.Extension) {
+func startFileStorage(t testing.TB, dir string) (component.ID, extension.Extension) {
 	f := filestorage.NewFactory()
 	cfg := f.CreateDefaultConfig().(*filestorage.Config)
 	cfg.Directory = dir
