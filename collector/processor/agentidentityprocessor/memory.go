@@ -41,8 +41,8 @@ type VerdictMemory struct {
 	// every delivery of a trace is judged and counted.
 	Storage *component.ID `mapstructure:"storage"`
 
-	// MemorySlots bounds the memory: one slot (24 bytes in memory, one
-	// storage key) per verdict span, hashed by span id; a newer verdict span
+	// MemorySlots bounds the memory: one slot (24 bytes in memory, 28 in a
+	// storage record) per verdict span, hashed by span id; a newer verdict span
 	// hashed to the same slot replaces the older one. A re-delivery is
 	// recognised while its spans are still in their slots: with N slots,
 	// after n later verdict spans about exp(-n/N) of them are (N = 65,536:
