@@ -7,6 +7,10 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/processor/processortest"
@@ -36,40 +40,58 @@ func agentShapedTrace(n int64) ptrace.Traces {
 }
 
 // BenchmarkPipelineShare is the collector's work per agent-shaped trace, with
-// and without the judging: decode the OTLP request (protobuf), judge it
-// (agentidentity with backfill, its counters on a real SDK meter), encode it
-// for the file exporter (OTLP JSON). groupbytrace, the receiver's HTTP and
-// the batch processor come on top in the collector, so the with/without ratio
-// here bounds the share from above; test_reliability_load.py measures the
-// real pipelines. Allocations per trace are reported per iteration (one trace).
+// and without the judging: decode the OTLP request (protobuf), hand it to a new
+// goroutine as groupbytrace releases each trace, which runs agentidentity built
+// by the factory (processorhelper, backfill on, its counters on a real SDK
+// meter; with_memory: and its verdict memory on a real file_storage, as in
+// tier2-identity.yaml), then encode it for the file exporter (OTLP JSON).
+// groupbytrace, the receiver's HTTP and the batch processor come on top in the
+// collector, so the with/without ratio here bounds the share from above;
+// test_reliability_load.py measures the real pipelines. Allocations per trace
+// are reported per iteration (one trace).
 func BenchmarkPipelineShare(b *testing.B) {
 	req, err := (&ptrace.ProtoMarshaler{}).MarshalTraces(agentShapedTrace(1))
 	require.NoError(b, err)
-	for _, judged := range []bool{false, true} {
-		name := "without"
-		if judged {
-			name = "with"
-		}
-		b.Run(name, func(b *testing.B) {
-			mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
-			defer func() { _ = mp.Shutdown(context.Background()) }()
-			set := processortest.NewNopSettings(componentType)
-			set.MeterProvider = mp
-			cfg := createDefaultConfig().(*Config)
-			cfg.Backfill = true
-			p, err := newIdentityProcessor(set, cfg)
-			require.NoError(b, err)
+	for _, variant := range []string{"without", "with", "with_memory"} {
+		b.Run(variant, func(b *testing.B) {
 			ctx := context.Background()
+			var cons consumer.Traces = consumertest.NewNop()
+			if variant != "without" {
+				mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+				defer func() { _ = mp.Shutdown(ctx) }()
+				set := processortest.NewNopSettings(componentType)
+				set.MeterProvider = mp
+				cfg := createDefaultConfig().(*Config)
+				cfg.Backfill = true
+				host := component.Host(componenttest.NewNopHost())
+				if variant == "with_memory" {
+					id, ext := startFileStorage(b, b.TempDir())
+					defer func() { require.NoError(b, ext.Shutdown(ctx)) }()
+					cfg.Storage = &id
+					host = storageHost{exts: map[component.ID]component.Component{id: ext}}
+				}
+				p, err := NewFactory().CreateTraces(ctx, set, cfg, consumertest.NewNop())
+				require.NoError(b, err)
+				require.NoError(b, p.Start(ctx, host))
+				defer func() { require.NoError(b, p.Shutdown(ctx)) }()
+				cons = p
+			}
 			un, js := &ptrace.ProtoUnmarshaler{}, &ptrace.JSONMarshaler{}
+			done := make(chan struct{})
+			n := int64(0)
 			b.ReportAllocs()
 			for b.Loop() {
 				td, err := un.UnmarshalTraces(req)
 				if err != nil {
 					b.Fatal(err)
 				}
-				if judged {
-					td, _ = p.processTraces(ctx, td)
-				}
+				n++
+				setTraceID(td, n) // a new trace: the verdict memory has not seen it
+				go func() {
+					_ = cons.ConsumeTraces(ctx, td)
+					done <- struct{}{}
+				}()
+				<-done
 				if _, err := js.MarshalTraces(td); err != nil {
 					b.Fatal(err)
 				}

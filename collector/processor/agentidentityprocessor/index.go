@@ -26,15 +26,24 @@ type spanRef struct {
 }
 
 // scratch holds the per-call buffers, reused across calls through a pool so a
-// fresh trace costs no index allocation once the pool is warm. release drops
-// every reference into the trace (spans, services) before it goes back: the
-// processor keeps no trace state between calls.
+// fresh trace costs no index, tally or delegation allocation once the pool is
+// warm. release drops every reference into the trace (spans, services) before
+// it goes back: the processor keeps no trace state between calls.
 type scratch struct {
 	refs  []spanRef
 	ids   map[pcommon.SpanID]int32
 	ints  []int32
 	bools []bool
 	one   [1][]spanRef
+	// index is buildIndex's result for the trace being judged
+	index traceIndex
+	// deleg: trace.deleg of the trace being judged (emptied by reset)
+	deleg map[delegationKey][]delegated
+	// tally counts the call; own counts one trace (processTraceOnce)
+	tally, own tally
+	// keys and marked: processTraceOnce's verdict spans
+	keys   [][24]byte
+	marked []int32
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
@@ -46,7 +55,17 @@ func (sc *scratch) release() {
 	sc.refs = sc.refs[:0]
 	sc.one[0] = nil
 	clear(sc.ids)
+	sc.index = traceIndex{}
+	sc.tally.reset()
 	scratchPool.Put(sc)
+}
+
+// delegations returns the trace's empty delegation map.
+func (sc *scratch) delegations() map[delegationKey][]delegated {
+	if sc.deleg == nil {
+		sc.deleg = make(map[delegationKey][]delegated)
+	}
+	return sc.deleg
 }
 
 // int32s returns n int32s from the scratch (contents undefined), valid
@@ -72,14 +91,20 @@ func (sc *scratch) boolsN(n int) []bool {
 	return out
 }
 
-// reset makes the int32 and bool buffers whole again for the next trace.
+// reset makes the per-trace buffers whole again for the next trace.
 func (sc *scratch) reset() {
 	sc.ints = sc.ints[:0]
 	sc.bools = sc.bools[:0]
+	clear(sc.ids) // span ids are unique per trace only
+	if len(sc.deleg) > 0 {
+		clear(sc.deleg)
+	}
 }
 
 // groupByTrace splits a batch into its traces, keeping batch order. After
-// groupbytrace a batch is one trace: one slice, from the scratch.
+// groupbytrace a batch is one trace: one slice, from the scratch. Plain index
+// loops and the rare split in its own function keep the frame small: the
+// caller is often a goroutine groupbytrace just started, with a small stack.
 func groupByTrace(td ptrace.Traces, sc *scratch) [][]spanRef {
 	refs := sc.refs[:0]
 	if n := td.SpanCount(); cap(refs) < n {
@@ -87,10 +112,15 @@ func groupByTrace(td ptrace.Traces, sc *scratch) [][]spanRef {
 	}
 	multi := false
 	var first pcommon.TraceID
-	for _, rs := range td.ResourceSpans().All() {
+	rss := td.ResourceSpans()
+	for i := range rss.Len() {
+		rs := rss.At(i)
 		svc := serviceName(rs.Resource())
-		for _, ss := range rs.ScopeSpans().All() {
-			for _, span := range ss.Spans().All() {
+		sss := rs.ScopeSpans()
+		for j := range sss.Len() {
+			spans := sss.At(j).Spans()
+			for k := range spans.Len() {
+				span := spans.At(k)
 				if len(refs) == 0 {
 					first = span.TraceID()
 				} else if !multi && span.TraceID() != first {
@@ -101,10 +131,15 @@ func groupByTrace(td ptrace.Traces, sc *scratch) [][]spanRef {
 		}
 	}
 	sc.refs = refs
-	if !multi {
-		sc.one[0] = refs
-		return sc.one[:]
+	if multi {
+		return splitByTrace(refs)
 	}
+	sc.one[0] = refs
+	return sc.one[:]
+}
+
+// splitByTrace groups refs by trace id, in order of first appearance.
+func splitByTrace(refs []spanRef) [][]spanRef {
 	var groups [][]spanRef
 	byID := make(map[pcommon.TraceID]int)
 	for _, r := range refs {
@@ -156,7 +191,8 @@ func strAttr(span ptrace.Span, key string) string {
 }
 
 // traceIndex is the parent/child structure of one trace (or fragment). It is
-// built per call and dropped afterwards: the processor keeps no trace state.
+// built per trace in the call's scratch and dropped afterwards: the processor
+// keeps no trace state.
 type traceIndex struct {
 	spans  []spanRef
 	parent []int32 // span index, parentNone, parentMissing or parentCopy
@@ -179,7 +215,8 @@ func buildIndex(spans []spanRef, sc *scratch) *traceIndex {
 	n := len(spans)
 	buf := sc.int32s(4*n + 1) // parent, counts (n+1), fill, order
 	clear(buf[:2*n+1])        // parent and counts start zeroed
-	t := &traceIndex{spans: spans, parent: buf[:n:n], sc: sc}
+	t := &sc.index
+	*t = traceIndex{spans: spans, parent: buf[:n:n], sc: sc}
 	if sc.ids == nil {
 		sc.ids = make(map[pcommon.SpanID]int32, n)
 	}

@@ -5,6 +5,8 @@ package agentidentityprocessor
 import (
 	"context"
 	"encoding/binary"
+	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/open-telemetry/opentelemetry-collector-contrib/extension/storage/filestorage"
@@ -13,6 +15,7 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/extension"
 	"go.opentelemetry.io/collector/extension/extensiontest"
+	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/otel/metric/noop"
 	"go.uber.org/zap"
@@ -26,7 +29,7 @@ type storageHost struct {
 func (h storageHost) GetExtensions() map[component.ID]component.Component { return h.exts }
 
 // startFileStorage starts a file_storage extension over dir; the caller shuts it down.
-func startFileStorage(t *testing.T, dir string) (component.ID, extension.Extension) {
+func startFileStorage(t testing.TB, dir string) (component.ID, extension.Extension) {
 	f := filestorage.NewFactory()
 	cfg := f.CreateDefaultConfig().(*filestorage.Config)
 	cfg.Directory = dir
@@ -83,6 +86,62 @@ func TestRedeliveryAfterRestartIsMarkedNotCounted(t *testing.T) {
 	assert.Equal(t, "continued", strAttr(server(out[0]), attrHopResult), "and still carries its verdict")
 	_, ok = server(out[1]).Attributes().Get(attrVerdictDuplicate)
 	assert.False(t, ok, "a first verdict is not marked")
+}
+
+// The memory is written as records of changed slots and, once they hold as
+// many slots as the memory, one snapshot replacing them: reopened (a restart)
+// it holds exactly the slots it held, in either state, and the store stays
+// bounded. Slots of the older layout (one key per slot) are read, then
+// deleted with the first snapshot.
+func TestMemoryRecordsAndSnapshot(t *testing.T) {
+	dir := t.TempDir()
+	const slots = 16
+	open := func() (*verdictMemory, func() int) {
+		id, ext := startFileStorage(t, dir)
+		t.Cleanup(func() { require.NoError(t, ext.Shutdown(context.Background())) })
+		m, err := openMemory(context.Background(), storageHost{exts: map[component.ID]component.Component{id: ext}},
+			component.NewID(componentType), &VerdictMemory{Storage: &id, MemorySlots: slots}, noop.Int64Counter{}, zap.NewNop())
+		require.NoError(t, err)
+		keys := func() int {
+			n := 0
+			require.NoError(t, m.client.(storage.Walker).Walk(context.Background(), func(string, []byte) ([]*storage.Operation, error) {
+				n++
+				return nil, nil
+			}))
+			return n
+		}
+		return m, keys
+	}
+	key := func(n uint64) [24]byte {
+		var k [24]byte
+		binary.LittleEndian.PutUint64(k[16:], n*0x9e3779b97f4a7c15)
+		k[0] = byte(n)
+		return k
+	}
+
+	m, _ := open()
+	legacy := key(1000)
+	i := m.slot(legacy)
+	require.NoError(t, m.client.Set(context.Background(), strconv.FormatUint(uint64(i), 36), legacy[:]))
+	require.NoError(t, m.close(context.Background()))
+
+	m, keys := open()
+	assert.True(t, m.seenAll([][24]byte{legacy}), "a slot of the older layout is read")
+	for round := range uint64(5) { // 5 writes of 5 slots: records, then a snapshot, then records
+		batch := make([][24]byte, 5)
+		for j := range batch {
+			batch[j] = key(round*5 + uint64(j))
+		}
+		m.seenAll(batch)
+		m.flush()
+		assert.LessOrEqual(t, keys(), 1+slots/5+2, "records are replaced by a snapshot")
+	}
+	want := slices.Clone(m.slots)
+	require.NoError(t, m.close(context.Background()))
+
+	m, _ = open()
+	assert.Equal(t, want, m.slots, "a restart reads the snapshot and the records after it")
+	require.NoError(t, m.close(context.Background()))
 }
 
 func TestMemoryNeedsAStorageExtension(t *testing.T) {

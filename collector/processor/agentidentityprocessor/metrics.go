@@ -7,6 +7,7 @@ import (
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/otel-agent-identity/otel-agent-identity/collector/processor/agentidentityprocessor/internal/metadata"
 )
@@ -82,45 +83,83 @@ func bump[K comparable](m *map[K]int64, k K) {
 	(*m)[k]++
 }
 
+// reset empties t, keeping its maps for the next call (scratch).
+func (t *tally) reset() {
+	clearCounts(t.hops)
+	clearCounts(t.unresolved)
+	clearCounts(t.duplicates)
+	clearCounts(t.noCallee)
+	clearCounts(t.deliveries)
+	clearCounts(t.lostResponses)
+}
+
+func clearCounts[K comparable](m map[K]int64) {
+	if len(m) > 0 {
+		clear(m)
+	}
+}
+
 func (ins *instruments) record(ctx context.Context, t *tally) {
-	for k, n := range t.hops {
-		ins.tb.Hops.Add(ctx, n, ins.opts.get(k, func() attribute.Set {
-			return attribute.NewSet(
-				attribute.String(labelCallerService, k.caller),
-				attribute.String(labelCalleeService, k.callee),
-				attribute.String(labelCalleeAgent, k.agent),
-				attribute.String(labelResult, k.result))
-		}))
+	addCounts(ctx, ins.tb.Hops, &ins.opts, t.hops)
+	if len(t.hops) > 0 {
+		ins.recordMismatches(ctx, t.hops)
+	}
+	if len(t.unresolved) > 0 {
+		ins.recordUnresolved(ctx, t.unresolved)
+	}
+	addCounts(ctx, ins.tb.DuplicateExecutions, &ins.opts, t.duplicates)
+	addCounts(ctx, ins.tb.DuplicateDeliveries, &ins.opts, t.deliveries)
+	addCounts(ctx, ins.tb.LostResponses, &ins.opts, t.lostResponses)
+	addCounts(ctx, ins.tb.NoCallee, &ins.opts, t.noCallee)
+}
+
+// recordMismatches adds the flagged hops of hops to agent_identity.mismatches.
+func (ins *instruments) recordMismatches(ctx context.Context, hops map[hopKey]int64) {
+	for k, n := range hops {
 		if flagged, _ := verdict(k.result); flagged {
-			ins.tb.Mismatches.Add(ctx, n, ins.opts.get(mismatchKey(k), func() attribute.Set {
-				return attribute.NewSet(
-					attribute.String(labelCallerService, k.caller),
-					attribute.String(labelCalleeService, k.callee),
-					attribute.String(labelCalleeAgent, k.agent),
-					attribute.String(labelReason, k.result))
-			}))
+			ins.tb.Mismatches.Add(ctx, n, cachedOpts(&ins.opts, mismatchKey(k))...)
 		}
 	}
-	for svc, n := range t.unresolved {
-		ins.tb.Unresolved.Add(ctx, n, ins.opts.get(unresolvedKey(svc), func() attribute.Set {
-			return attribute.NewSet(attribute.String(labelCalleeService, svc))
-		}))
+}
+
+// recordUnresolved adds unresolved's counts by callee service.
+func (ins *instruments) recordUnresolved(ctx context.Context, unresolved map[string]int64) {
+	for svc, n := range unresolved {
+		ins.tb.Unresolved.Add(ctx, n, cachedOpts(&ins.opts, unresolvedKey(svc))...)
 	}
-	for k, n := range t.duplicates {
-		ins.tb.DuplicateExecutions.Add(ctx, n, ins.opts.get(k, k.set))
+}
+
+// addCounts adds each count of m to c with its label set's cached option. One
+// small function per map keeps record's frame small (see groupByTrace).
+func addCounts[K labelSet](ctx context.Context, c metric.Int64Counter, opts *attrCache, m map[K]int64) {
+	for k, n := range m {
+		c.Add(ctx, n, cachedOpts(opts, k)...)
 	}
-	for k, n := range t.deliveries {
-		ins.tb.DuplicateDeliveries.Add(ctx, n, ins.opts.get(k, k.set))
-	}
-	for k, n := range t.lostResponses {
-		ins.tb.LostResponses.Add(ctx, n, ins.opts.get(k, k.set))
-	}
-	for k, n := range t.noCallee {
-		ins.tb.NoCallee.Add(ctx, n, ins.opts.get(k, func() attribute.Set {
-			return attribute.NewSet(
-				attribute.String(labelCallerService, k.caller),
-				attribute.String(labelCalleeAgent, k.agent),
-				attribute.String(labelCallerStatus, k.status))
-		}))
-	}
+}
+
+func (k hopKey) set() attribute.Set {
+	return attribute.NewSet(
+		attribute.String(labelCallerService, k.caller),
+		attribute.String(labelCalleeService, k.callee),
+		attribute.String(labelCalleeAgent, k.agent),
+		attribute.String(labelResult, k.result))
+}
+
+func (k mismatchKey) set() attribute.Set {
+	return attribute.NewSet(
+		attribute.String(labelCallerService, k.caller),
+		attribute.String(labelCalleeService, k.callee),
+		attribute.String(labelCalleeAgent, k.agent),
+		attribute.String(labelReason, k.result))
+}
+
+func (k unresolvedKey) set() attribute.Set {
+	return attribute.NewSet(attribute.String(labelCalleeService, string(k)))
+}
+
+func (k noCalleeKey) set() attribute.Set {
+	return attribute.NewSet(
+		attribute.String(labelCallerService, k.caller),
+		attribute.String(labelCalleeAgent, k.agent),
+		attribute.String(labelCallerStatus, k.status))
 }

@@ -55,18 +55,18 @@ func newIdentityProcessor(set processor.Settings, cfg *Config) (*identityProcess
 // processTraces analyses each trace of the batch in place. It keeps no
 // state between calls and is safe for concurrent use.
 func (p *identityProcessor) processTraces(ctx context.Context, td ptrace.Traces) (ptrace.Traces, error) {
-	var t tally
 	sc := getScratch()
+	t := &sc.tally
 	for _, spans := range groupByTrace(td, sc) {
 		if p.memory == nil {
-			p.processTrace(spans, sc, &t)
+			p.processTrace(spans, sc, t)
 		} else {
-			p.processTraceOnce(ctx, spans, sc, &t)
+			p.processTraceOnce(ctx, spans, sc, t)
 		}
 		sc.reset()
 	}
+	p.ins.record(ctx, t)
 	sc.release()
-	p.ins.record(ctx, &t)
 	return td, nil
 }
 
@@ -97,7 +97,7 @@ type delegated struct {
 }
 
 func (p *identityProcessor) processTrace(spans []spanRef, sc *scratch, t *tally) {
-	tr := &traceAnalysis{traceIndex: buildIndex(spans, sc), ruleMemo: make([][]int32, len(p.rules))}
+	tr := &traceAnalysis{traceIndex: buildIndex(spans, sc), ruleMemo: make([][]int32, len(p.rules)), deleg: sc.delegations()}
 	for i := range spans {
 		c := int32(i)
 		par := tr.parent[c]

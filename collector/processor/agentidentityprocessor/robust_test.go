@@ -125,6 +125,32 @@ func TestBatchOfTraces(t *testing.T) {
 	assert.Equal(t, map[string]int{resultUnresolved: 1, resultNoCallee: 1}, countResults(h.sink.AllTraces()[0]))
 }
 
+// Two traces with the same span ids in one batch (span ids are unique per
+// trace only) are each judged as if alone: the span-id index is per trace.
+func TestBatchOfTracesSharingSpanIDs(t *testing.T) {
+	input, err := readGolden("mismatching_hop")
+	require.NoError(t, err)
+	alone := newHarness(t, createDefaultConfig().(*Config))
+	require.NoError(t, alone.proc.ConsumeTraces(context.Background(), buildTraces(t, input)))
+	want := countResults(alone.sink.AllTraces()[0])
+	require.NotEmpty(t, want)
+
+	var both []spanIn
+	for _, tid := range []string{"t1", "t2"} {
+		for _, s := range input {
+			s.Trace = tid
+			both = append(both, s)
+		}
+	}
+	h := newHarness(t, createDefaultConfig().(*Config))
+	require.NoError(t, h.proc.ConsumeTraces(context.Background(), buildTraces(t, both)))
+	got := countResults(h.sink.AllTraces()[0])
+	for r, n := range want {
+		want[r] = 2 * n
+	}
+	assert.Equal(t, want, got)
+}
+
 func TestEmptyAndSpanlessInput(t *testing.T) {
 	h := newHarness(t, createDefaultConfig().(*Config))
 	td := ptrace.NewTraces()
