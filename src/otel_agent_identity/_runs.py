@@ -7,27 +7,23 @@ original method unchanged.
 
 from __future__ import annotations
 
-import asyncio
-import contextvars
-import inspect
 import logging
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from types import AsyncGeneratorType, CoroutineType, FunctionType, GeneratorType
 from typing import Any
 
-import wrapt
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind
 
 from otel_agent_identity import attributes as attrs
 from otel_agent_identity import continuity, metrics
-from otel_agent_identity._errors import is_one_of, record_error
+from otel_agent_identity._conversation import conversation_attributes, run_conversation_attributes
+from otel_agent_identity._errors import end_span
+from otel_agent_identity._streams import Shapes
 from otel_agent_identity.boundary import check_served
 from otel_agent_identity.extractors import (
     SOURCE_FRAMEWORK,
-    SOURCE_SERVICE,
     Extracted,
     Extractor,
     ExtractorRegistry,
@@ -47,8 +43,6 @@ from otel_agent_identity.scope import (
 from otel_agent_identity.span_processor import IdentitySpanProcessor, attributes_of, set_trusted
 
 _logger = logging.getLogger(__name__)
-#: how a run can stop that is not its failure: cancellation, a consumer closing a stream early
-_NOT_FAILURES = (asyncio.CancelledError, GeneratorExit)
 _PROCESSORS: weakref.WeakKeyDictionary[Any, IdentitySpanProcessor] = weakref.WeakKeyDictionary()
 _tuple_new = tuple.__new__  # a NamedTuple built without its Python-level __new__
 #: runs whose ``resumed`` the framework's own read of its store tells later (an adapter's hook
@@ -164,14 +158,14 @@ class RunHandler:
                 agent_step,
                 claim,
                 resumed,
-                recheck or bool(self.registry._by_type),
+                recheck or self.registry.has_overrides,
             )
         except Exception:
             _logger.debug("otel-agent-identity: could not start run tracking", exc_info=True)
             return None
 
 
-class Run:
+class Run(Shapes):
     """One tracked run. ``enter()``/``exit()`` bracket every piece of the run's execution.
 
     One run, one conversation id: every span of the run carries the scope's id, fixed when first
@@ -316,14 +310,6 @@ class Run:
         context, e.g. a stream finished in another task, is ignored)."""
         detach_context(token)
 
-    def context(self) -> contextvars.Context:
-        """A copy of the current ``contextvars`` context in which this run's OpenTelemetry
-        ``Context`` (its scope, and span) is current, for work run with ``Context.run`` (a
-        generator's steps): no attach or detach per piece."""
-        ctx = contextvars.copy_context()
-        ctx.run(self.enter)  # the tokens are not needed: the context is the run's own
-        return ctx
-
     # -- agent span ----------------------------------------------------------------------------
     def _first_attributes(self) -> dict:
         """Agent span attributes known at its start: the scope's ids, the conversation's source,
@@ -461,12 +447,7 @@ class Run:
                 span.set_attributes(spec.on_end(result))
         except Exception:
             _logger.debug("otel-agent-identity: finishing the run failed", exc_info=True)
-        if error is not None and not is_one_of(error, _NOT_FAILURES + spec.not_failures):
-            record_error(span, error)  # never raises: the caller re-raises the application's own error
-        try:
-            span.end()
-        except Exception:
-            _logger.debug("otel-agent-identity: ending the run's span failed", exc_info=True)
+        end_span(span, error, spec.not_failures)  # never raises: the caller re-raises the application's own error
 
     def learn(self, conversation_id: Any) -> bool:
         """Adopt the conversation id the framework resolved during the run when the run started
@@ -485,96 +466,12 @@ class Run:
         ``arun(background=True)``): see :class:`HandOff`."""
         return HandOff(self)
 
-    # -- return shapes -----------------------------------------------------------------------
-    def call(self, wrapped, args, kwargs):
-        """Call ``wrapped`` inside the run and wrap what it returns, keeping its type."""
-        try:
-            lazy = _NO_CODE[getattr(wrapped, "__func__", wrapped)]
-        except (KeyError, TypeError):
-            lazy = _runs_no_code(wrapped)
-        if lazy:
-            # calling an ``async def`` or a generator function only binds its arguments: none of the
-            # run's code runs before the result is awaited or iterated (inside the scope)
-            try:
-                result = wrapped(*args, **kwargs)
-            except BaseException as exc:
-                self.finish(error=exc)
-                raise
-        else:
-            tokens = self.enter()
-            try:
-                result = wrapped(*args, **kwargs)
-            except BaseException as exc:
-                self.finish(error=exc)
-                raise
-            finally:
-                self.exit(tokens)
-        if isinstance(result, CoroutineType):
-            return self._await(result)
-        return self.wrap_result(result)
 
-    def wrap_result(self, result):
-        """Keep ``result``'s shape, with the rest of the run inside its scope: a coroutine stays a
-        coroutine, a generator a generator, an async generator an async generator, another async
-        iterable (e.g. Agent Framework ``ResponseStream``) a :class:`ScopedStream` proxy; anything
-        else is the finished run's result."""
-        if isinstance(result, CoroutineType):
-            return self._await(result)
-        if isinstance(result, AsyncGeneratorType):
-            return self._finish_if_dropped(scoped_async_generator(result, self))
-        if isinstance(result, GeneratorType):
-            return self._finish_if_dropped(scoped_generator(result, self))
-        if hasattr(result, "__aiter__"):
-            return ScopedStream(result, self)
-        self.finish(result=result)
-        return result
-
-    def _finish_if_dropped(self, gen):
-        """A generator dropped before its first step never runs its ``finally``: end the run when
-        it is collected (a no-op for one that ran: it finished the run itself)."""
-        weakref.finalize(gen, self.finish)
-        return gen
-
-    def finish_when_done(self, future, result: Any = None) -> None:
-        """Task-based runs (a background task, a run loop task): end the run when ``future``
-        (an ``asyncio.Future``/``Task`` or ``concurrent.futures.Future``) completes.
-
-        ``result``: the run's result object (e.g. a streamed result the task fills in), given to
-        the after-run extraction and ``SpanSpec.on_end`` when the future completed successfully.
-        """
-
-        def done(fut) -> None:
-            # a done callback: what it raises is only logged by the loop, and the run would never end
-            try:
-                cancelled = fut.cancelled()
-                error = None if cancelled else fut.exception()
-            except BaseException as exc:
-                cancelled, error = False, exc
-            try:
-                self.finish(result=result if error is None and not cancelled else None, error=error)
-            except Exception:
-                _logger.debug("otel-agent-identity: ending a task-based run failed", exc_info=True)
-
-        future.add_done_callback(done)
-
-    async def _await(self, coro):
-        tokens = self.enter()
-        try:
-            result = await coro
-        except BaseException as exc:
-            self.finish(error=exc)
-            raise
-        finally:
-            self.exit(tokens)
-        self.finish(result=result)
-        return result
-
-
-class HandOff:
+class HandOff(Shapes):
     """A run whose call returns while its work goes on in a task the call spawns.
 
-    ``call``/``wrap_result`` keep every return shape and the run's scope as :meth:`Run.call` does;
-    until :meth:`task` takes the run over, the result's end (or error) ends the run as usual.
+    :meth:`call`/:meth:`wrap_result` keep every return shape and the run's scope as the run's own
+    do; until :meth:`task` takes the run over, the result's end (or error) ends the run as usual.
     After it, only the task's coroutine ends the run, when it completes, fails or is cancelled:
     a caller that stops reading a background stream does not end a run that is still working.
     """
@@ -584,33 +481,21 @@ class HandOff:
     def __init__(self, run: Run) -> None:
         self.run, self.handed = run, False
 
-    def enter(self) -> tuple:
+    def enter(self) -> Any:
         return self.run.enter()
 
-    def exit(self, tokens: tuple) -> None:
-        self.run.exit(tokens)
+    def exit(self, token: Any) -> None:
+        self.run.exit(token)
 
     def finish(self, result: Any = None, error: BaseException | None = None) -> None:
         if not self.handed:
             self.run.finish(result=result, error=error)
 
-    def task(self, coro):
+    def task(self, coro: Any) -> Any:
         """Return ``coro`` (the body of the task about to be spawned) running in the run's scope;
         the run ends when it ends."""
         self.handed = True
         return self.run.wrap_result(coro)
-
-    def __getattr__(self, name: str) -> Any:
-        # Run's shape methods (call, wrap_result, ...) bound to this view, so the enter/exit/finish
-        # above are the ones they use; anything else is the run's own attribute
-        attr = getattr(Run, name, None)
-        if inspect.isfunction(attr):
-            return attr.__get__(self, HandOff)
-        return getattr(self.run, name)
-
-
-_NO_CODE: dict[Any, bool] = {}  # function -> calling it runs none of its code: bounded by the wrapped methods
-_LAZY = inspect.CO_COROUTINE | inspect.CO_GENERATOR | inspect.CO_ASYNC_GENERATOR
 
 
 def awaiting_run(owner: Any = None) -> Run | None:
@@ -623,253 +508,3 @@ def awaiting_run(owner: Any = None) -> Run | None:
     if scope is None or (owner is not None and scope.owner is not owner):
         return None
     return _AWAITING.pop(id(scope), None)
-
-
-def _runs_no_code(fn: Any) -> bool:
-    """``fn`` (a function or a method bound to one) is a plain ``async def`` or generator function:
-    calling it only binds its arguments and returns the coroutine or generator."""
-    key = getattr(fn, "__func__", fn)
-    try:
-        return _NO_CODE[key]
-    except KeyError:
-        pass
-    except TypeError:  # not hashable
-        return False
-    # exactly a function object: a proxy (another instrumentation's wrapt wrapper) may run code
-    found = type(key) is FunctionType and bool(key.__code__.co_flags & _LAZY)
-    if len(_NO_CODE) < 1024:
-        _NO_CODE[key] = found
-    return found
-
-
-def run_conversation_attributes(pre: Extracted | None, post: Extracted | None, run_id: str | None) -> dict[str, Any]:
-    """The agent span's conversation attributes at the run's end.
-
-    Args:
-        pre / post: the extractor's answers before and after the run.
-        run_id: the id the run's spans carry (the scope's), or None.
-    A continuity break (same step, another id) reports ``post`` with ``requested_id``/``changed``;
-    otherwise the run's id, else ``post``'s. The source is the step that gave that id, or
-    ``service`` for an id only the service's response gave (a run without a session).
-    """
-    if pre and post and pre.source == post.source and post.conversation_id != pre.conversation_id:
-        return conversation_attributes(pre, post)
-    cid = run_id or (post.conversation_id if post else None)
-    if cid is None:
-        return {}
-    if post is not None and post.conversation_id == cid:
-        source = post.source
-    elif pre is not None and pre.conversation_id == cid:
-        source = pre.source
-    else:
-        source = SOURCE_SERVICE
-    return {attrs.GEN_AI_CONVERSATION_ID: cid, attrs.CONVERSATION_SOURCE: source}
-
-
-def conversation_attributes(pre: Extracted | None, post: Extracted | None) -> dict[str, Any]:
-    """The agent span's conversation attributes from the ids before and after the run.
-
-    A continuity break is an id that changed between two answers of the same extractor step;
-    a framework fallback before the run replaced by the service's id after it is the first turn.
-    """
-    effective = post or pre
-    if effective is None:
-        return {}
-    out: dict[str, Any] = {
-        attrs.GEN_AI_CONVERSATION_ID: effective.conversation_id,
-        attrs.CONVERSATION_SOURCE: effective.source,
-    }
-    if pre and post and pre.source == post.source and post.conversation_id != pre.conversation_id:
-        out[attrs.CONVERSATION_REQUESTED_ID] = pre.conversation_id
-        out[attrs.CONVERSATION_CHANGED] = True
-    return out
-
-
-class ScopedStream(wrapt.ObjectProxy):
-    """An async-iterable, awaitable result (e.g. Agent Framework ``ResponseStream``) whose every pull
-    runs inside the run's scope, in whichever task or thread consumes it. The run finishes when the
-    stream is exhausted, fails, yields its final response, or is dropped unfinished.
-
-    Combinators keep the scope: a public method that returns the wrapped stream itself (the
-    framework's ``with_transform_hook``/``with_result_hook``/... return ``self``) returns this
-    proxy; one that returns a new async iterable (``map``, ``flat_map``, ``with_finalizer``)
-    returns a proxy of it for the same run, which keeps this one alive (the run ends with the
-    derived stream, not when this proxy is dropped). ``await stream`` gives what awaiting the
-    wrapped object gives: this proxy when that is the stream itself (Agent Framework resolves the
-    stream and returns it), else the final result, which ends the run.
-    """
-
-    def __init__(self, wrapped: Any, run: Run, parent: Any = None) -> None:
-        super().__init__(wrapped)
-        self._self_run = run
-        self._self_iter = None
-        self._self_parent = parent  # a proxy this one was derived from: kept alive with it
-        weakref.finalize(self, run.finish)
-
-    def __getattr__(self, name: str) -> Any:
-        value = getattr(self.__wrapped__, name)
-        if (name.startswith("_") and not name.startswith("_with_")) or not callable(value) or inspect.isclass(value):
-            return value
-
-        def chained(*args: Any, **kwargs: Any) -> Any:
-            return self._self_adopt(value(*args, **kwargs))
-
-        return chained
-
-    def _self_adopt(self, result: Any) -> Any:
-        try:
-            if result is self.__wrapped__:
-                return self
-            if hasattr(result, "__aiter__") and not isinstance(result, ScopedStream) and not inspect.isasyncgen(result):
-                return ScopedStream(result, self._self_run, parent=self)
-        except Exception:
-            _logger.debug("otel-agent-identity: could not scope a derived stream", exc_info=True)
-        return result
-
-    def __aiter__(self):
-        return self
-
-    async def __anext__(self):
-        run = self._self_run
-        tokens = run.enter()
-        try:
-            if self._self_iter is None:
-                self._self_iter = self.__wrapped__.__aiter__()
-            return await self._self_iter.__anext__()
-        except StopAsyncIteration:
-            run.finish()
-            raise
-        except BaseException as exc:
-            run.finish(error=exc)
-            raise
-        finally:
-            run.exit(tokens)
-
-    async def get_final_response(self, *args: Any, **kwargs: Any):
-        # an async def around run._await: its frame keeps this proxy (whose finaliser ends the run)
-        # alive, e.g. in ``agent.run(..., stream=True).get_final_response()``
-        return await self._self_run._await(self.__wrapped__.get_final_response(*args, **kwargs))
-
-    def __await__(self):
-        if not hasattr(self.__wrapped__, "__await__"):
-            return self.get_final_response().__await__()
-        return self._self_resolve().__await__()
-
-    async def _self_resolve(self):
-        run = self._self_run
-        tokens = run.enter()
-        try:
-            result = await self.__wrapped__
-        except BaseException as exc:
-            run.finish(error=exc)
-            raise
-        finally:
-            run.exit(tokens)
-        if result is self.__wrapped__:
-            return self  # resolved, not consumed: the run goes on while the caller iterates
-        run.finish(result=result)
-        return result
-
-    async def aclose(self) -> None:
-        """Close an async generator early (``contextlib.aclosing``): the run ends now."""
-        try:
-            await self.__wrapped__.aclose()
-        finally:
-            self._self_run.finish()
-
-    async def close(self, *args: Any, **kwargs: Any) -> None:
-        """Agent Framework ``ResponseStream.close()``: the run ends now."""
-        try:
-            await self.__wrapped__.close(*args, **kwargs)
-        finally:
-            self._self_run.finish()
-
-    async def __aenter__(self):
-        await self.__wrapped__.__aenter__()
-        return self  # ``async with run(...) as stream``: iterate through this proxy, in the run's scope
-
-    async def __aexit__(self, *exc_info: Any) -> Any:
-        try:
-            return await self.__wrapped__.__aexit__(*exc_info)
-        finally:
-            self._self_run.finish(error=exc_info[1])
-
-
-def scoped_generator(gen, run: Run):
-    """A generator over ``gen`` whose every step runs in the run's scope (and current span), never
-    across the caller's code between steps. The run ends when ``gen`` is exhausted or raises, or
-    when this generator is closed or collected (an early ``break``): ``GeneratorExit`` is no failure.
-    ``send()`` and ``throw()`` reach ``gen``; its return value is kept.
-
-    Each step runs with ``Context.run`` in one context of the run's own (:meth:`Run.context`), so
-    a context variable a step sets is seen by the next step and never by the caller."""
-    step = run.context().run
-    error: BaseException | None = None
-    try:
-        sent, thrown = None, None
-        while True:
-            try:
-                item = step(gen.send, sent) if thrown is None else step(gen.throw, thrown)
-            except StopIteration as stop:
-                return stop.value
-            except BaseException as exc:
-                error = exc
-                raise
-            sent, thrown = None, None
-            try:
-                sent = yield item
-            except GeneratorExit:
-                raise
-            except BaseException as exc:  # thrown in by the consumer: hand it to gen
-                thrown = exc
-    finally:
-        if error is None:
-            try:
-                step(gen.close)
-            except BaseException as exc:
-                error = exc
-                raise
-            finally:
-                run.finish(error=error)
-        else:
-            run.finish(error=error)
-
-
-async def scoped_async_generator(agen, run: Run):
-    """The async counterpart of :func:`scoped_generator`: an ``async def`` generator (not a proxy),
-    so the event loop's async-generator finaliser closes it, and ends the run, when the caller
-    leaves ``async for`` with ``break`` and drops it. ``asend()``/``athrow()`` reach ``agen``."""
-    error: BaseException | None = None
-    try:
-        sent, thrown = None, None
-        while True:
-            tokens = run.enter()
-            try:
-                item = await (agen.athrow(thrown) if thrown is not None else agen.asend(sent))
-            except StopAsyncIteration:
-                return
-            except BaseException as exc:
-                error = exc
-                raise
-            finally:
-                run.exit(tokens)
-            sent, thrown = None, None
-            try:
-                sent = yield item
-            except GeneratorExit:
-                raise
-            except BaseException as exc:
-                thrown = exc
-    finally:
-        try:
-            if error is None:
-                tokens = run.enter()
-                try:
-                    await agen.aclose()
-                except BaseException as exc:
-                    error = exc
-                    raise
-                finally:
-                    run.exit(tokens)
-        finally:
-            run.finish(error=error)

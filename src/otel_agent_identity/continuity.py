@@ -32,6 +32,7 @@ from opentelemetry import context as otel_context
 
 from otel_agent_identity import attributes as attrs
 from otel_agent_identity import metrics
+from otel_agent_identity._context import SCOPE_KEY, attach_context, current_context, detach_context, with_value
 
 _logger = logging.getLogger(__name__)
 
@@ -58,8 +59,6 @@ def new_conversation() -> Iterator[None]:
         with otel_agent_identity.new_conversation():
             await specialist.run("start over: ...")   # A2AAgent without the previous session
     """
-    from otel_agent_identity.scope import attach_context, current_context, detach_context, with_value
-
     token = attach_context(with_value(current_context(), _NEW_CONVERSATION, True))
     try:
         yield
@@ -181,9 +180,7 @@ def conversation_id() -> str | None:
 
         agno_agent.run(question, session_id=otel_agent_identity.conversation_id())
     """
-    from otel_agent_identity.scope import current_scope
-
-    scope = current_scope()
+    scope = current_context().get(SCOPE_KEY)
     return scope.conversation_id if scope is not None else None
 
 

@@ -7,7 +7,7 @@ ADAPTERS = {
     "agent_framework": "otel_agent_identity.adapters.agent_framework",
     "agno": "otel_agent_identity.adapters.agno",
     "langgraph": "otel_agent_identity.adapters.langgraph",
-    "a2a": "otel_agent_identity.adapters.a2a_sdk",
+    "a2a": "otel_agent_identity.adapters.a2a",
     "mcp": "otel_agent_identity.adapters.mcp",
     "openai_agents": "otel_agent_identity.adapters.openai_agents",
     "pydantic_ai": "otel_agent_identity.adapters.pydantic_ai",

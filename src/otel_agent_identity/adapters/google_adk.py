@@ -32,11 +32,10 @@ import importlib
 from typing import Any
 
 from opentelemetry import trace
-from opentelemetry.instrumentation.utils import unwrap
-from wrapt import wrap_function_wrapper
 
 from otel_agent_identity import attributes as attrs
 from otel_agent_identity._runs import RunHandler
+from otel_agent_identity.adapters._base import Wrapped
 from otel_agent_identity.extractors import registry
 from otel_agent_identity.scope import current_scope
 from otel_agent_identity.span_processor import attributes_of, set_trusted
@@ -44,7 +43,7 @@ from otel_agent_identity.span_processor import attributes_of, set_trusted
 NAME = "google_adk"
 REQUIREMENTS = ("google-adk >= 2.13, < 3",)
 
-_wrapped: list[tuple[Any, str]] = []
+_wrapped = Wrapped()
 #: id(scope) -> _Pending: runs whose invocation ADK has not built yet (bounded: oldest dropped)
 _PENDING: dict[int, _Pending] = {}
 _PENDING_MAX = 4096
@@ -148,14 +147,8 @@ def instrument(handler: RunHandler) -> None:
     cls = importlib.import_module("google.adk.runners").Runner
     cls._new_invocation_context  # AttributeError: an unknown shape
     for method in ("run_async", "run_live"):
-        wrap_function_wrapper(cls, method, _run_wrapper(handler))
-        _wrapped.append((cls, method))
-    wrap_function_wrapper(cls, "_new_invocation_context", _invocation_wrapper)
-    _wrapped.append((cls, "_new_invocation_context"))
+        _wrapped.wrap(cls, method, _run_wrapper(handler))
+    _wrapped.wrap(cls, "_new_invocation_context", _invocation_wrapper)
 
 
-def uninstrument() -> None:
-    """Restore the wrapped methods."""
-    while _wrapped:
-        cls, method = _wrapped.pop()
-        unwrap(cls, method)
+uninstrument = _wrapped.uninstrument

@@ -29,10 +29,9 @@ import sys
 from typing import Any
 
 from opentelemetry.instrumentation.dependencies import get_dependency_conflicts
-from opentelemetry.instrumentation.utils import unwrap
-from wrapt import wrap_function_wrapper
 
 from otel_agent_identity import boundary
+from otel_agent_identity.adapters._base import Wrapped
 
 NAME = "http"
 REQUIREMENTS: tuple[str, ...] = ()  # each library below is optional and checked on its own
@@ -48,7 +47,7 @@ _TARGETS = (
     ("urllib3 >= 2, < 3", "urllib3.connection", "HTTPConnection", "request", "urllib3"),
     ("aiohttp >= 3.9, < 4", "aiohttp.client_reqrep", "ClientRequest", "send", "aiohttp"),
 )
-_wrapped: list[tuple[Any, str]] = []
+_wrapped = Wrapped()
 _skipped: set[str] = set()  # requirements found in another version (warned once)
 
 
@@ -210,13 +209,10 @@ def instrument(handler: Any = None) -> None:
             if getattr(conflict, "found", None) is not None:
                 _logger.warning("otel-agent-identity: HTTP guard skips %s: %s", module_name, conflict)
             continue
-        wrap_function_wrapper(cls, method, _WRAPPERS[kind])
-        _wrapped.append((cls, method))
+        _wrapped.wrap(cls, method, _WRAPPERS[kind])
 
 
 def uninstrument() -> None:
     """Restore every wrapped method."""
     _skipped.clear()
-    while _wrapped:
-        cls, method = _wrapped.pop()
-        unwrap(cls, method)
+    _wrapped.uninstrument()
