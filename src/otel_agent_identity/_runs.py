@@ -1,8 +1,13 @@
-"""One handler turns an agent run into an identity scope and (where needed) an agent span.
+"""The run lifecycle: one handler turns an agent run into an identity scope and (where needed) an
+agent span.
 
 Adapters only gather facts from framework objects and call :meth:`RunHandler.start`; the handler
 never raises into the application: on an internal error it returns None and the adapter calls the
-original method unchanged.
+original method unchanged. A :class:`Run` then: builds its scope (the ids), starts its agent span
+or claims the framework's, brackets each piece of execution (:meth:`Run.enter`/:meth:`Run.exit`;
+the return shapes of :class:`~otel_agent_identity._streams.Shapes` call them), and finishes once
+(:meth:`Run.finish`: the post-run extraction, the rules of :mod:`._conversation`, the signals of
+:mod:`._signals`, the error status).
 """
 
 from __future__ import annotations
@@ -16,8 +21,9 @@ from typing import Any
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind
 
+from otel_agent_identity import _signals as signals
 from otel_agent_identity import attributes as attrs
-from otel_agent_identity import continuity, metrics
+from otel_agent_identity import continuity
 from otel_agent_identity._conversation import conversation_attributes, run_conversation_attributes
 from otel_agent_identity._errors import end_span
 from otel_agent_identity._streams import Shapes
@@ -166,7 +172,9 @@ class RunHandler:
 
 
 class Run(Shapes):
-    """One tracked run. ``enter()``/``exit()`` bracket every piece of the run's execution.
+    """One tracked run. ``enter()``/``exit()`` bracket every piece of the run's execution; ``call``,
+    ``wrap_result``, ``finish_when_done`` (from :class:`~otel_agent_identity._streams.Shapes`) run
+    the wrapped call with its return shape kept.
 
     One run, one conversation id: every span of the run carries the scope's id, fixed when first
     known (before the run, else when the service assigns one; a framework fallback, a local
@@ -226,7 +234,7 @@ class Run(Shapes):
         self._pre = pre = handler.registry.extract(agent, session, call, rule, agent_step)
         session_id = None
         if session is not None and type(session) is not dict and type(session) is not str:  # a config, an id
-            try:
+            try:  # noqa: SIM105 - per run: a try is free, contextlib.suppress is not
                 session_id = session.session_id
             except Exception:
                 pass  # OpenAIConversationsSession raises until the service assigned it)
@@ -241,36 +249,24 @@ class Run(Shapes):
                 and cid == session_id
                 and not (outer is not None and session_id is not None and outer.session_id == session_id)
             )
+        self.scope = scope = IdentityScope(
+            cid,
+            new_execution_id(run_id),
+            delegation_id,
+            None if outer is None else outer.execution_id,
+            None if outer is None else outer.conversation_id,
+            session_id,
+            provisional,
+            agent,
+            None,
+            handler.registry.accepts,
+        )
         if outer is None:
-            self.scope = scope = IdentityScope(
-                cid,
-                new_execution_id(run_id),
-                delegation_id,
-                None,
-                None,
-                session_id,
-                provisional,
-                agent,
-                None,
-                handler.registry.accepts,
-            )
             self._own_story = False  # read only for a nested run
             if resumed is False and continuity.serving_requested():
-                self._count_not_resumed()
+                signals.count_not_resumed(agent, framework)
             continuity.note_execution()
         else:
-            self.scope = scope = IdentityScope(
-                cid,
-                new_execution_id(run_id),
-                delegation_id,
-                outer.execution_id,
-                outer.conversation_id,
-                session_id,
-                provisional,
-                agent,
-                None,
-                handler.registry.accepts,
-            )
             self._own_story = continuity.new_conversation_declared()
         self._finished = False
         self._spec = span_spec
@@ -355,9 +351,9 @@ class Run(Shapes):
             effective = self._finish_changed(span, pre, post)
         if scope.parent_execution_id is None:  # the run serving an inbound hop, if any
             check_served(effective)
-            self._check_served_conversation(span, effective)
+            signals.check_served_conversation(span, self._agent, self._call.framework, effective, self._resumed)
         elif scope.parent_conversation_id:
-            self._check_parent(span, effective)
+            signals.check_parent(span, scope, effective, self._own_story, self._agent, self._call.framework)
 
     def _finish_changed(self, span, pre, post) -> str | None:
         """The post-run id differs from the run's: a continuity break, an id learnt during the run,
@@ -369,29 +365,12 @@ class Run(Shapes):
             set_trusted(span, changed)
         effective = out.get(attrs.GEN_AI_CONVERSATION_ID)
         if changed.get(attrs.CONVERSATION_CHANGED):  # newly marked: counted once per span
-            metrics.count(
-                metrics.CONVERSATION_CHANGES,
-                agent=self._agent_name(),
-                framework=self._call.framework,
-                reason=metrics.REASON_RUN,
-            )
-        scope = self.scope
-        if effective and effective != scope.conversation_id:
-            if scope.conversation_id is not None:  # the service's id replaces a fallback
-                continuity.delegate_contexts.rekey(scope.conversation_id, effective)
-            scope.conversation_id = effective
-            scope.refresh()
+            signals.count_changed(self._agent, self._call.framework)
+        if effective and effective != self.scope.conversation_id:
+            self.scope.adopt(effective)
         return effective
 
-    # -- continuity signals ----------------------------------------------------------------------
-    def _agent_name(self) -> str | None:
-        name = getattr(self._agent, "name", None)
-        return name if isinstance(name, str) else None
-
-    def _count_not_resumed(self) -> None:
-        """A run serving an A2A request that asked to continue a context, started from no state."""
-        metrics.count(metrics.STATE_NOT_RESUMED, agent=self._agent_name(), framework=self._call.framework)
-
+    # -- what the framework tells later -----------------------------------------------------------
     def resumed_later(self) -> None:
         """``resumed`` is not known at the start: the framework's own read of its store (a
         checkpoint, a session), which an adapter's hook observes early in the run, tells it
@@ -407,28 +386,7 @@ class Run(Shapes):
         if self.span is not None:
             set_trusted(self.span, {attrs.CONVERSATION_RESUMED: value})
         if value is False and self.scope.parent_execution_id is None and continuity.serving_requested():
-            self._count_not_resumed()
-
-    def _check_served_conversation(self, span, effective: str | None) -> None:
-        """The run serving an A2A request: a contextId this process served under another agent
-        conversation last time is marked ``agent_identity.conversation.previous_id`` (that one) and,
-        unless the framework says the run resumed state, counted."""
-        last = continuity.served_run(self._agent_name(), effective)
-        if last is not None:
-            set_trusted(span, {attrs.CONVERSATION_PREVIOUS_ID: last})
-            if self._resumed is not True:
-                metrics.count(metrics.CONVERSATION_REBUILT, agent=self._agent_name(), framework=self._call.framework)
-
-    def _check_parent(self, span, effective: str | None) -> None:
-        """A nested in-process run (not a hop) whose conversation id ``effective`` is another than
-        its parent's (recorded as ``agent_identity.parent.conversation.id`` at its start), with no
-        mapping declared (:func:`otel_agent_identity.new_conversation`): marked and counted."""
-        parent = self.scope.parent_conversation_id
-        if not parent or not effective or effective == parent or self.scope.delegation_id is not None:
-            return
-        if not self._own_story:
-            span.set_attribute(attrs.CONVERSATION_PARENT_DIFFERS, True)
-            metrics.count(metrics.PARENT_CONVERSATION_DIFFERS, agent=self._agent_name(), framework=self._call.framework)
+            signals.count_not_resumed(self._agent, self._call.framework)
 
     def finish(self, result: Any = None, error: BaseException | None = None) -> None:
         """End the run once: our own span (if any) gets the post-run id, status and end time."""

@@ -14,8 +14,9 @@
   callee that rebuilds its conversation every request) is marked ``agent_identity.conversation.previous_id``.
 
 Memory: at most ``MAX_CONVERSATIONS`` caller conversations x ``MAX_AGENTS_PER_CONVERSATION``
-remote agents (served: contextIds x serving agents), and ``MAX_DELEGATIONS`` delegation keys; an entry untouched for ``IDLE_SECONDS``
-(the conversation went quiet) is dropped, the least recently used goes first when full.
+remote agents (served: contextIds x serving agents), and ``MAX_DELEGATIONS`` delegation keys; an
+entry untouched for ``IDLE_SECONDS`` (the conversation went quiet) is dropped, the least recently
+used goes first when full.
 """
 
 from __future__ import annotations
@@ -180,7 +181,7 @@ def conversation_id() -> str | None:
 
         agno_agent.run(question, session_id=otel_agent_identity.conversation_id())
     """
-    scope = current_context().get(SCOPE_KEY)
+    scope: Any = current_context().get(SCOPE_KEY)
     return scope.conversation_id if scope is not None else None
 
 
@@ -291,7 +292,7 @@ def note_execution() -> None:
     if not _serving_delegations:
         return
     try:
-        served = otel_context.get_value(_SERVED_DELEGATION)
+        served: Any = otel_context.get_value(_SERVED_DELEGATION)
         if not served:
             return
         try:

@@ -174,7 +174,8 @@ class ExtractorRegistry:
             try:
                 value = agent_step(agent, session, call)
             except Exception as exc:
-                value = self._raised(agent, SOURCE_AGENT, exc)
+                self._raised(agent, SOURCE_AGENT, exc)
+                value = None
             if type(value) is str and value in self._accepted:
                 return _tuple_new(Extracted, (value, SOURCE_AGENT))
             found = None if value is None else self._value(agent, SOURCE_AGENT, value)
@@ -191,7 +192,8 @@ class ExtractorRegistry:
         try:
             value = fn(agent if target is None else target, session, call)
         except Exception as exc:
-            return self._raised(agent, source, exc)
+            self._raised(agent, source, exc)
+            return None
         if value is None:
             return None
         if type(value) is str and value in self._accepted:  # the common case: an id seen before

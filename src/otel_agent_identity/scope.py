@@ -171,12 +171,17 @@ class IdentityScope:
             return False
         if not self.accepts(conversation_id):
             return False
-        if self.conversation_id is not None:  # the service's id replaces a fallback: keep what was learnt
+        self.provisional = False
+        self.adopt(conversation_id)
+        return True
+
+    def adopt(self, conversation_id: str) -> None:
+        """Make ``conversation_id`` (an accepted str) the scope's from now on; what this process
+        remembers under the id it replaces (a fallback) moves to it."""
+        if self.conversation_id is not None:
             continuity.delegate_contexts.rekey(self.conversation_id, conversation_id)
         self.conversation_id = conversation_id
-        self.provisional = False
         self.refresh()
-        return True
 
     def refresh(self) -> None:
         """Recompute ``attributes`` after a field changed."""
@@ -199,7 +204,7 @@ _NEXT_DELEGATION_ID = otel_context.create_key("agent_identity.next_delegation_id
 def current_scope() -> IdentityScope | None:
     """The scope of the run the caller is in (from the current OpenTelemetry ``Context``), or None
     outside any instrumented run."""
-    return current_context().get(SCOPE_KEY)
+    return current_context().get(SCOPE_KEY)  # type: ignore[return-value]
 
 
 def attach(scope: IdentityScope | None) -> Token:
@@ -221,7 +226,7 @@ def new_execution_id(framework_run_id: str | None = None) -> str:
     """
     if framework_run_id and _checked("a framework run id", framework_run_id, remember=False):
         return framework_run_id
-    supplied = current_context().get(_NEXT_EXECUTION_ID)
+    supplied: Any = current_context().get(_NEXT_EXECUTION_ID)
     if supplied:
         try:
             return supplied.pop()  # atomic: a second run, in any task or thread, finds it empty
@@ -239,7 +244,7 @@ def new_delegation_id(transport_key: str | None = None) -> str:
     Order: an id supplied by :func:`delegation`, else UUID5(``transport_key``) hex, else 128 random bits
     as 32 hex characters.
     """
-    supplied = current_context().get(_NEXT_DELEGATION_ID)
+    supplied: Any = current_context().get(_NEXT_DELEGATION_ID)
     if supplied is not None:
         return supplied
     if isinstance(transport_key, str) and transport_key:

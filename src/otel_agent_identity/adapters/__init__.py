@@ -1,6 +1,6 @@
-"""Framework adapters, one module each. Each module defines ``NAME``, ``REQUIREMENTS`` (pip
-requirement strings of the versions it knows), the wrap functions :data:`HOOKS` names and
-``uninstrument()`` (restores everything the module wrapped)."""
+"""Framework adapters, one module (A2A: one package) each. Each defines ``NAME``, ``REQUIREMENTS``
+(pip requirement strings of the versions it knows), the wrap functions :data:`HOOKS` names and
+``uninstrument()`` (restores everything it wrapped: :class:`._base.Wrapped` does both)."""
 
 #: adapter name -> module (imported only when one of its :data:`HOOKS` modules is imported)
 ADAPTERS = {

@@ -88,7 +88,8 @@ def agent_span_spec(
     """The span of a run whose framework emits none: ``{operation} {name}`` with the GenAI
     semconv attributes ``gen_ai.operation.name``, ``gen_ai.provider.name`` (when given) and
     ``name_key`` (``gen_ai.agent.name``, ``gen_ai.workflow.name`` for a workflow, None for a name
-    that is only the span's) = ``name``, plus ``extra``. The spec is read only (the tracer copies its attributes): cache it per agent."""
+    that is only the span's) = ``name``, plus ``extra``. The spec is read only (the tracer
+    copies its attributes): cache it per agent."""
     span_attrs: dict[str, Any] = {attrs.GEN_AI_OPERATION_NAME: operation}
     if name_key:
         span_attrs[name_key] = name

@@ -387,7 +387,7 @@ def _learn_from(result, instance, scope, span):
 
 async def _await_and_learn(coro, scope, span, client):
     response = await coro
-    try:
+    try:  # noqa: SIM105 - per chat call: a try is free, contextlib.suppress is not
         _learn(scope, span, response, client)
     except Exception:
         pass

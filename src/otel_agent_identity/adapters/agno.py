@@ -65,7 +65,7 @@ _TARGETS = [
     ("agno.workflow.workflow", "Workflow", "workflow"),
 ]
 #: where Agno resolves a run's session id (generating one when neither argument nor instance has it)
-_SESSION_RESOLVERS = [
+_SESSION_RESOLVERS: list[tuple[str, str | None, str]] = [
     ("agno.agent._run", None, "initialize_session"),
     ("agno.team._init", None, "_initialize_session"),
     ("agno.workflow.workflow", "Workflow", "_initialize_session"),
@@ -175,7 +175,7 @@ def _run_wrapper(handler: RunHandler, kind: str, method: str, sig: _Signature):
                 if not run_id:
                     run_id = str(uuid4())  # what Agno does itself when none is given
                     if run_at is not None and run_at < len(args):
-                        call_args = args[:run_at] + (run_id,) + args[run_at + 1 :]
+                        call_args = (*args[:run_at], run_id, *args[run_at + 1 :])
                     else:
                         call_kwargs = {**kwargs, "run_id": run_id}
             run = handler.start(
@@ -281,7 +281,7 @@ async def _record_after(coro, run, owner):
 
 
 def _record_resumed(run: Any, owner: Any, session: Any) -> None:
-    try:
+    try:  # noqa: SIM105 - per run: a try is free, contextlib.suppress is not
         run.record_resumed(session_resumed(owner, session, run.call_kwargs or {}))
     except Exception:
         pass
@@ -293,7 +293,7 @@ def _spawn_wrapper(wrapped, instance, args, kwargs):
         scope = current_scope()
         handoff = _HANDOFFS.pop(id(scope), None) if scope is not None else None
         if handoff is not None and args and inspect.iscoroutine(args[0]):
-            args = (handoff.task(args[0]),) + tuple(args[1:])
+            args = (handoff.task(args[0]), *args[1:])
     except Exception:
         pass
     return wrapped(*args, **kwargs)
@@ -313,9 +313,9 @@ def instrument(handler: RunHandler) -> None:
             if fn is None or (cls, method) in _wrapped:
                 continue
             _wrapped.wrap(cls, method, _run_wrapper(handler, kind, method, _Signature(fn)))
-    for module_name, cls_name, name in _SESSION_RESOLVERS + [(_SPAWN[0], None, _SPAWN[1])]:
+    for module_name, owner_name, name in [*_SESSION_RESOLVERS, (_SPAWN[0], None, _SPAWN[1])]:
         owner = sys.modules.get(module_name)
-        owner = getattr(owner, cls_name, None) if cls_name else owner
+        owner = getattr(owner, owner_name, None) if owner_name else owner
         if owner is None or getattr(owner, name, None) is None or (owner, name) in _wrapped:
             continue
         _wrapped.wrap(owner, name, _resolver_wrapper if name != _SPAWN[1] else _spawn_wrapper)

@@ -59,6 +59,7 @@ class _Pending:
     earlier events) reaches the run's scope and its agent span, whichever starts first."""
 
     __slots__ = ("claim", "known", "scope", "span")
+    known: dict[str, Any]
 
     def __init__(self, scope: Any) -> None:
         self.scope, self.claim, self.span, self.known = scope, scope.claim_agent_span, None, {}
@@ -81,7 +82,7 @@ class _Pending:
             scope.refresh()
             known[attrs.EXECUTION_ID] = invocation_id
             # ADK opens the run's ``invoke_workflow`` span before it builds the invocation: current here
-            current = trace.get_current_span()
+            current: Any = trace.get_current_span()
             if current.is_recording() and attributes_of(current).get(attrs.EXECUTION_ID) == previous:
                 set_trusted(current, {attrs.EXECUTION_ID: invocation_id})
         events = getattr(getattr(context, "session", None), "events", None)
@@ -145,7 +146,8 @@ def instrument(handler: RunHandler) -> None:
     Raises ImportError/AttributeError when this ADK has none of them (the instrumentor then skips
     the adapter with a warning)."""
     cls = importlib.import_module("google.adk.runners").Runner
-    cls._new_invocation_context  # AttributeError: an unknown shape
+    if not hasattr(cls, "_new_invocation_context"):  # an unknown shape
+        raise AttributeError("google.adk.runners.Runner._new_invocation_context")
     for method in ("run_async", "run_live"):
         _wrapped.wrap(cls, method, _run_wrapper(handler))
     _wrapped.wrap(cls, "_new_invocation_context", _invocation_wrapper)

@@ -107,7 +107,7 @@ def _requests_wrapper(wrapped, instance, args, kwargs):
             request.headers["baggage"] = value
     except Exception:
         _logger.debug("otel-agent-identity: could not filter an HTTP request", exc_info=True)
-        try:
+        try:  # noqa: SIM105 - per request: a try is free, contextlib.suppress is not
             request.headers.pop("baggage", None)
         except Exception:
             pass
@@ -151,7 +151,7 @@ def _urllib3_wrapper(wrapped, instance, args, kwargs):
             port = getattr(instance, "_tunnel_port", None) or instance.port
             url = _url("https" if https else "http", host, port, url)
         if len(args) > 3:
-            args = args[:3] + (_filtered_mapping(args[3], boundary.Destination(url=url)),) + args[4:]
+            args = (*args[:3], _filtered_mapping(args[3], boundary.Destination(url=url)), *args[4:])
         else:
             kwargs = dict(kwargs, headers=_filtered_mapping(kwargs.get("headers"), boundary.Destination(url=url)))
     except Exception:
@@ -160,7 +160,7 @@ def _urllib3_wrapper(wrapped, instance, args, kwargs):
         if headers is not None:
             plain = {k: v for k, v in headers.items() if not (isinstance(k, str) and k.lower() == "baggage")}
             if len(args) > 3:
-                args = args[:3] + (plain,) + args[4:]
+                args = (*args[:3], plain, *args[4:])
             else:
                 kwargs = dict(kwargs, headers=plain)
     return wrapped(*args, **kwargs)
@@ -180,7 +180,7 @@ async def _aiohttp_wrapper(wrapped, instance, args, kwargs):
                 headers["baggage"] = value
     except Exception:
         _logger.debug("otel-agent-identity: could not filter an HTTP request", exc_info=True)
-        try:
+        try:  # noqa: SIM105 - per request: a try is free, contextlib.suppress is not
             headers.popall("baggage", None)
         except Exception:
             pass

@@ -6,9 +6,9 @@ exactly once per graph run (``invoke``/``batch``/``stream_events`` -> ``stream``
 entered there is in scope for the whole call (only LangGraph's own loop runs between its steps),
 and the one stream it opens belongs to it (marked in a contextvar, consumed when opened). So each
 run gets one span and no entry point gets two. ``CompiledStateGraph`` (``StateGraph.compile()``,
-``create_react_agent``, ``langchain.agents.create_agent``) and ``@entrypoint`` graphs are ``Pregel`` subclasses. LangGraph
-emits no OTel spans, so we create ``invoke_agent {graph.name}`` (INTERNAL). ``RemoteGraph`` is not a
-``Pregel`` and is not seen.
+``create_react_agent``, ``langchain.agents.create_agent``) and ``@entrypoint`` graphs are ``Pregel``
+subclasses. LangGraph emits no OTel spans, so we create ``invoke_agent {graph.name}`` (INTERNAL).
+``RemoteGraph`` is not a ``Pregel`` and is not seen.
 
 Ids come from the run's **effective** config, the one ``Pregel.stream`` itself computes
 (``langgraph._internal._config.ensure_config(graph.config, config)``): a graph invoked in a node
@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any
 
@@ -203,6 +204,7 @@ def _start(handler: RunHandler, instance: Any, args: tuple, kwargs: dict) -> Any
         run_id = config.get("run_id") if type(config) is dict else None
         if run_id is not None:
             run_id = _run_id(run_id, registry.accepts)
+        rule: Callable[[Any, Any, Any], Any]
         # an extractor other than the thread rule reads the whole effective config: an override
         # registered for the graph's type, or the graph's own _get_otel_conversation_id
         if getattr(instance, "_get_otel_conversation_id", None) is not None or (

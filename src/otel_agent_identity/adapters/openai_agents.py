@@ -14,7 +14,8 @@ a ``session`` is given (``SQLiteSession("conv-1")``: the caller's id; an
 ``OpenAIConversationsSession`` learns its id from the Conversations API during the first turn: the
 run adopts it as soon as the session's first ``get_items``/``add_items`` returns, and the agent
 span reads it after the run), else the ``conversation_id=`` argument (a server-managed
-conversation; a resumed ``RunState`` input keeps the one it was started with), else ``RunConfig.group_id`` when the application opts in
+conversation; a resumed ``RunState`` input keeps the one it was started with), else
+``RunConfig.group_id`` when the application opts in
 (``OTEL_INSTRUMENTATION_AGENT_IDENTITY_OPENAI_AGENTS_GROUP_ID_AS_CONVERSATION``), else none.
 ``previous_response_id`` is a response-chain pointer that changes every turn: never the
 conversation id. Execution id: the SDK has no run id, so one is made per run (or given with
@@ -264,7 +265,7 @@ def _session_items_wrapper(wrapped, instance, args, kwargs):
 
 async def _record_items(coro, run):
     items = await coro
-    try:
+    try:  # noqa: SIM105 - per run: a try is free, contextlib.suppress is not
         run.record_resumed(len(items) > 0)
     except Exception:
         pass

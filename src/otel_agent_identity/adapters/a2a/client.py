@@ -113,9 +113,9 @@ def _begin_send(handler: RunHandler, client: Any, args: tuple, kwargs: dict):
     did = new_delegation_id(transport_key=getattr(message, "message_id", None) or None)
     request_attrs = facts.request_attributes(request, client, streaming=facts.client_streams(client))
     scope = current_scope()
-    span = _enclosing_agent_span(scope)
+    span: Any = _enclosing_agent_span(scope)
     kwargs = dict(kwargs)
-    if span is not None:  # A2AAgent run: its span is this delegation
+    if span is not None and scope is not None:  # A2AAgent run: its span is this delegation
         if scope.delegation_id != did:
             scope.delegation_id = did
             scope.refresh()
@@ -191,7 +191,9 @@ class _Responses:
 
     __slots__ = ("memo", "requested", "scope", "span", "target")
 
-    def __init__(self, span: Any, scope: Any, target: SendTarget | None, requested: str | None, memo: tuple | None):
+    def __init__(
+        self, span: Any, scope: Any, target: SendTarget | None, requested: str | None, memo: tuple[str, str] | None
+    ) -> None:
         self.span, self.scope, self.target, self.requested, self.memo = span, scope, target, requested, memo
 
     def __call__(self, item: Any) -> None:
