@@ -7,6 +7,7 @@ and nothing of ours escapes; the caller re-raises the very same object, tracebac
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -16,6 +17,8 @@ from opentelemetry.trace import Status, StatusCode
 _logger = logging.getLogger(__name__)
 #: ``error.type`` when even the class name cannot be read (the semconv's fallback value)
 _OTHER = "_OTHER"
+#: how a call can stop that is not its failure: cancellation, a consumer closing a stream early
+NOT_FAILURES: tuple[type[BaseException], ...] = (asyncio.CancelledError, GeneratorExit)
 
 
 def error_type(error: BaseException) -> str:
@@ -52,3 +55,15 @@ def is_one_of(error: BaseException, types: tuple) -> bool:
         return isinstance(error, types)
     except Exception:
         return False
+
+
+def end_span(span: Any, error: BaseException | None = None, not_failures: tuple = ()) -> None:
+    """End ``span`` (one we started); first ERROR status and ``error.type`` when ``error`` (the
+    application's own exception, which the caller re-raises) is a failure: not one of
+    :data:`NOT_FAILURES` nor of ``not_failures`` (control-flow exceptions of a framework). Never raises."""
+    if error is not None and not is_one_of(error, NOT_FAILURES + not_failures if not_failures else NOT_FAILURES):
+        record_error(span, error)
+    try:
+        span.end()
+    except Exception:
+        _logger.debug("otel-agent-identity: ending a span failed", exc_info=True)

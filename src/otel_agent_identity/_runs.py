@@ -1,33 +1,35 @@
-"""One handler turns an agent run into an identity scope and (where needed) an agent span.
+"""The run lifecycle: one handler turns an agent run into an identity scope and (where needed) an
+agent span.
 
 Adapters only gather facts from framework objects and call :meth:`RunHandler.start`; the handler
 never raises into the application: on an internal error it returns None and the adapter calls the
-original method unchanged.
+original method unchanged. A :class:`Run` then: builds its scope (the ids), starts its agent span
+or claims the framework's, brackets each piece of execution (:meth:`Run.enter`/:meth:`Run.exit`;
+the return shapes of :class:`~otel_agent_identity._streams.Shapes` call them), and finishes once
+(:meth:`Run.finish`: the post-run extraction, the rules of :mod:`._conversation`, the signals of
+:mod:`._signals`, the error status).
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextvars
-import inspect
 import logging
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from types import AsyncGeneratorType, CoroutineType, FunctionType, GeneratorType
 from typing import Any
 
-import wrapt
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind
 
+from otel_agent_identity import _signals as signals
 from otel_agent_identity import attributes as attrs
-from otel_agent_identity import continuity, metrics
-from otel_agent_identity._errors import is_one_of, record_error
+from otel_agent_identity import continuity
+from otel_agent_identity._conversation import conversation_attributes, run_conversation_attributes
+from otel_agent_identity._errors import end_span
+from otel_agent_identity._streams import Shapes
 from otel_agent_identity.boundary import check_served
 from otel_agent_identity.extractors import (
     SOURCE_FRAMEWORK,
-    SOURCE_SERVICE,
     Extracted,
     Extractor,
     ExtractorRegistry,
@@ -47,8 +49,6 @@ from otel_agent_identity.scope import (
 from otel_agent_identity.span_processor import IdentitySpanProcessor, attributes_of, set_trusted
 
 _logger = logging.getLogger(__name__)
-#: how a run can stop that is not its failure: cancellation, a consumer closing a stream early
-_NOT_FAILURES = (asyncio.CancelledError, GeneratorExit)
 _PROCESSORS: weakref.WeakKeyDictionary[Any, IdentitySpanProcessor] = weakref.WeakKeyDictionary()
 _tuple_new = tuple.__new__  # a NamedTuple built without its Python-level __new__
 #: runs whose ``resumed`` the framework's own read of its store tells later (an adapter's hook
@@ -164,15 +164,17 @@ class RunHandler:
                 agent_step,
                 claim,
                 resumed,
-                recheck or bool(self.registry._by_type),
+                recheck or self.registry.has_overrides,
             )
         except Exception:
             _logger.debug("otel-agent-identity: could not start run tracking", exc_info=True)
             return None
 
 
-class Run:
-    """One tracked run. ``enter()``/``exit()`` bracket every piece of the run's execution.
+class Run(Shapes):
+    """One tracked run. ``enter()``/``exit()`` bracket every piece of the run's execution; ``call``,
+    ``wrap_result``, ``finish_when_done`` (from :class:`~otel_agent_identity._streams.Shapes`) run
+    the wrapped call with its return shape kept.
 
     One run, one conversation id: every span of the run carries the scope's id, fixed when first
     known (before the run, else when the service assigns one; a framework fallback, a local
@@ -232,7 +234,7 @@ class Run:
         self._pre = pre = handler.registry.extract(agent, session, call, rule, agent_step)
         session_id = None
         if session is not None and type(session) is not dict and type(session) is not str:  # a config, an id
-            try:
+            try:  # noqa: SIM105 - per run: a try is free, contextlib.suppress is not
                 session_id = session.session_id
             except Exception:
                 pass  # OpenAIConversationsSession raises until the service assigned it)
@@ -247,36 +249,24 @@ class Run:
                 and cid == session_id
                 and not (outer is not None and session_id is not None and outer.session_id == session_id)
             )
+        self.scope = scope = IdentityScope(
+            cid,
+            new_execution_id(run_id),
+            delegation_id,
+            None if outer is None else outer.execution_id,
+            None if outer is None else outer.conversation_id,
+            session_id,
+            provisional,
+            agent,
+            None,
+            handler.registry.accepts,
+        )
         if outer is None:
-            self.scope = scope = IdentityScope(
-                cid,
-                new_execution_id(run_id),
-                delegation_id,
-                None,
-                None,
-                session_id,
-                provisional,
-                agent,
-                None,
-                handler.registry.accepts,
-            )
             self._own_story = False  # read only for a nested run
             if resumed is False and continuity.serving_requested():
-                self._count_not_resumed()
+                signals.count_not_resumed(agent, framework)
             continuity.note_execution()
         else:
-            self.scope = scope = IdentityScope(
-                cid,
-                new_execution_id(run_id),
-                delegation_id,
-                outer.execution_id,
-                outer.conversation_id,
-                session_id,
-                provisional,
-                agent,
-                None,
-                handler.registry.accepts,
-            )
             self._own_story = continuity.new_conversation_declared()
         self._finished = False
         self._spec = span_spec
@@ -315,14 +305,6 @@ class Run:
         """Restore the ``Context`` that was current before :meth:`enter` (a token from another
         context, e.g. a stream finished in another task, is ignored)."""
         detach_context(token)
-
-    def context(self) -> contextvars.Context:
-        """A copy of the current ``contextvars`` context in which this run's OpenTelemetry
-        ``Context`` (its scope, and span) is current, for work run with ``Context.run`` (a
-        generator's steps): no attach or detach per piece."""
-        ctx = contextvars.copy_context()
-        ctx.run(self.enter)  # the tokens are not needed: the context is the run's own
-        return ctx
 
     # -- agent span ----------------------------------------------------------------------------
     def _first_attributes(self) -> dict:
@@ -369,9 +351,9 @@ class Run:
             effective = self._finish_changed(span, pre, post)
         if scope.parent_execution_id is None:  # the run serving an inbound hop, if any
             check_served(effective)
-            self._check_served_conversation(span, effective)
+            signals.check_served_conversation(span, self._agent, self._call.framework, effective, self._resumed)
         elif scope.parent_conversation_id:
-            self._check_parent(span, effective)
+            signals.check_parent(span, scope, effective, self._own_story, self._agent, self._call.framework)
 
     def _finish_changed(self, span, pre, post) -> str | None:
         """The post-run id differs from the run's: a continuity break, an id learnt during the run,
@@ -383,29 +365,12 @@ class Run:
             set_trusted(span, changed)
         effective = out.get(attrs.GEN_AI_CONVERSATION_ID)
         if changed.get(attrs.CONVERSATION_CHANGED):  # newly marked: counted once per span
-            metrics.count(
-                metrics.CONVERSATION_CHANGES,
-                agent=self._agent_name(),
-                framework=self._call.framework,
-                reason=metrics.REASON_RUN,
-            )
-        scope = self.scope
-        if effective and effective != scope.conversation_id:
-            if scope.conversation_id is not None:  # the service's id replaces a fallback
-                continuity.delegate_contexts.rekey(scope.conversation_id, effective)
-            scope.conversation_id = effective
-            scope.refresh()
+            signals.count_changed(self._agent, self._call.framework)
+        if effective and effective != self.scope.conversation_id:
+            self.scope.adopt(effective)
         return effective
 
-    # -- continuity signals ----------------------------------------------------------------------
-    def _agent_name(self) -> str | None:
-        name = getattr(self._agent, "name", None)
-        return name if isinstance(name, str) else None
-
-    def _count_not_resumed(self) -> None:
-        """A run serving an A2A request that asked to continue a context, started from no state."""
-        metrics.count(metrics.STATE_NOT_RESUMED, agent=self._agent_name(), framework=self._call.framework)
-
+    # -- what the framework tells later -----------------------------------------------------------
     def resumed_later(self) -> None:
         """``resumed`` is not known at the start: the framework's own read of its store (a
         checkpoint, a session), which an adapter's hook observes early in the run, tells it
@@ -421,28 +386,7 @@ class Run:
         if self.span is not None:
             set_trusted(self.span, {attrs.CONVERSATION_RESUMED: value})
         if value is False and self.scope.parent_execution_id is None and continuity.serving_requested():
-            self._count_not_resumed()
-
-    def _check_served_conversation(self, span, effective: str | None) -> None:
-        """The run serving an A2A request: a contextId this process served under another agent
-        conversation last time is marked ``agent_identity.conversation.previous_id`` (that one) and,
-        unless the framework says the run resumed state, counted."""
-        last = continuity.served_run(self._agent_name(), effective)
-        if last is not None:
-            set_trusted(span, {attrs.CONVERSATION_PREVIOUS_ID: last})
-            if self._resumed is not True:
-                metrics.count(metrics.CONVERSATION_REBUILT, agent=self._agent_name(), framework=self._call.framework)
-
-    def _check_parent(self, span, effective: str | None) -> None:
-        """A nested in-process run (not a hop) whose conversation id ``effective`` is another than
-        its parent's (recorded as ``agent_identity.parent.conversation.id`` at its start), with no
-        mapping declared (:func:`otel_agent_identity.new_conversation`): marked and counted."""
-        parent = self.scope.parent_conversation_id
-        if not parent or not effective or effective == parent or self.scope.delegation_id is not None:
-            return
-        if not self._own_story:
-            span.set_attribute(attrs.CONVERSATION_PARENT_DIFFERS, True)
-            metrics.count(metrics.PARENT_CONVERSATION_DIFFERS, agent=self._agent_name(), framework=self._call.framework)
+            signals.count_not_resumed(self._agent, self._call.framework)
 
     def finish(self, result: Any = None, error: BaseException | None = None) -> None:
         """End the run once: our own span (if any) gets the post-run id, status and end time."""
@@ -461,12 +405,7 @@ class Run:
                 span.set_attributes(spec.on_end(result))
         except Exception:
             _logger.debug("otel-agent-identity: finishing the run failed", exc_info=True)
-        if error is not None and not is_one_of(error, _NOT_FAILURES + spec.not_failures):
-            record_error(span, error)  # never raises: the caller re-raises the application's own error
-        try:
-            span.end()
-        except Exception:
-            _logger.debug("otel-agent-identity: ending the run's span failed", exc_info=True)
+        end_span(span, error, spec.not_failures)  # never raises: the caller re-raises the application's own error
 
     def learn(self, conversation_id: Any) -> bool:
         """Adopt the conversation id the framework resolved during the run when the run started
@@ -485,96 +424,12 @@ class Run:
         ``arun(background=True)``): see :class:`HandOff`."""
         return HandOff(self)
 
-    # -- return shapes -----------------------------------------------------------------------
-    def call(self, wrapped, args, kwargs):
-        """Call ``wrapped`` inside the run and wrap what it returns, keeping its type."""
-        try:
-            lazy = _NO_CODE[getattr(wrapped, "__func__", wrapped)]
-        except (KeyError, TypeError):
-            lazy = _runs_no_code(wrapped)
-        if lazy:
-            # calling an ``async def`` or a generator function only binds its arguments: none of the
-            # run's code runs before the result is awaited or iterated (inside the scope)
-            try:
-                result = wrapped(*args, **kwargs)
-            except BaseException as exc:
-                self.finish(error=exc)
-                raise
-        else:
-            tokens = self.enter()
-            try:
-                result = wrapped(*args, **kwargs)
-            except BaseException as exc:
-                self.finish(error=exc)
-                raise
-            finally:
-                self.exit(tokens)
-        if isinstance(result, CoroutineType):
-            return self._await(result)
-        return self.wrap_result(result)
 
-    def wrap_result(self, result):
-        """Keep ``result``'s shape, with the rest of the run inside its scope: a coroutine stays a
-        coroutine, a generator a generator, an async generator an async generator, another async
-        iterable (e.g. Agent Framework ``ResponseStream``) a :class:`ScopedStream` proxy; anything
-        else is the finished run's result."""
-        if isinstance(result, CoroutineType):
-            return self._await(result)
-        if isinstance(result, AsyncGeneratorType):
-            return self._finish_if_dropped(scoped_async_generator(result, self))
-        if isinstance(result, GeneratorType):
-            return self._finish_if_dropped(scoped_generator(result, self))
-        if hasattr(result, "__aiter__"):
-            return ScopedStream(result, self)
-        self.finish(result=result)
-        return result
-
-    def _finish_if_dropped(self, gen):
-        """A generator dropped before its first step never runs its ``finally``: end the run when
-        it is collected (a no-op for one that ran: it finished the run itself)."""
-        weakref.finalize(gen, self.finish)
-        return gen
-
-    def finish_when_done(self, future, result: Any = None) -> None:
-        """Task-based runs (a background task, a run loop task): end the run when ``future``
-        (an ``asyncio.Future``/``Task`` or ``concurrent.futures.Future``) completes.
-
-        ``result``: the run's result object (e.g. a streamed result the task fills in), given to
-        the after-run extraction and ``SpanSpec.on_end`` when the future completed successfully.
-        """
-
-        def done(fut) -> None:
-            # a done callback: what it raises is only logged by the loop, and the run would never end
-            try:
-                cancelled = fut.cancelled()
-                error = None if cancelled else fut.exception()
-            except BaseException as exc:
-                cancelled, error = False, exc
-            try:
-                self.finish(result=result if error is None and not cancelled else None, error=error)
-            except Exception:
-                _logger.debug("otel-agent-identity: ending a task-based run failed", exc_info=True)
-
-        future.add_done_callback(done)
-
-    async def _await(self, coro):
-        tokens = self.enter()
-        try:
-            result = await coro
-        except BaseException as exc:
-            self.finish(error=exc)
-            raise
-        finally:
-            self.exit(tokens)
-        self.finish(result=result)
-        return result
-
-
-class HandOff:
+class HandOff(Shapes):
     """A run whose call returns while its work goes on in a task the call spawns.
 
-    ``call``/``wrap_result`` keep every return shape and the run's scope as :meth:`Run.call` does;
-    until :meth:`task` takes the run over, the result's end (or error) ends the run as usual.
+    :meth:`call`/:meth:`wrap_result` keep every return shape and the run's scope as the run's own
+    do; until :meth:`task` takes the run over, the result's end (or error) ends the run as usual.
     After it, only the task's coroutine ends the run, when it completes, fails or is cancelled:
     a caller that stops reading a background stream does not end a run that is still working.
     """
@@ -584,33 +439,21 @@ class HandOff:
     def __init__(self, run: Run) -> None:
         self.run, self.handed = run, False
 
-    def enter(self) -> tuple:
+    def enter(self) -> Any:
         return self.run.enter()
 
-    def exit(self, tokens: tuple) -> None:
-        self.run.exit(tokens)
+    def exit(self, token: Any) -> None:
+        self.run.exit(token)
 
     def finish(self, result: Any = None, error: BaseException | None = None) -> None:
         if not self.handed:
             self.run.finish(result=result, error=error)
 
-    def task(self, coro):
+    def task(self, coro: Any) -> Any:
         """Return ``coro`` (the body of the task about to be spawned) running in the run's scope;
         the run ends when it ends."""
         self.handed = True
         return self.run.wrap_result(coro)
-
-    def __getattr__(self, name: str) -> Any:
-        # Run's shape methods (call, wrap_result, ...) bound to this view, so the enter/exit/finish
-        # above are the ones they use; anything else is the run's own attribute
-        attr = getattr(Run, name, None)
-        if inspect.isfunction(attr):
-            return attr.__get__(self, HandOff)
-        return getattr(self.run, name)
-
-
-_NO_CODE: dict[Any, bool] = {}  # function -> calling it runs none of its code: bounded by the wrapped methods
-_LAZY = inspect.CO_COROUTINE | inspect.CO_GENERATOR | inspect.CO_ASYNC_GENERATOR
 
 
 def awaiting_run(owner: Any = None) -> Run | None:
@@ -623,253 +466,3 @@ def awaiting_run(owner: Any = None) -> Run | None:
     if scope is None or (owner is not None and scope.owner is not owner):
         return None
     return _AWAITING.pop(id(scope), None)
-
-
-def _runs_no_code(fn: Any) -> bool:
-    """``fn`` (a function or a method bound to one) is a plain ``async def`` or generator function:
-    calling it only binds its arguments and returns the coroutine or generator."""
-    key = getattr(fn, "__func__", fn)
-    try:
-        return _NO_CODE[key]
-    except KeyError:
-        pass
-    except TypeError:  # not hashable
-        return False
-    # exactly a function object: a proxy (another instrumentation's wrapt wrapper) may run code
-    found = type(key) is FunctionType and bool(key.__code__.co_flags & _LAZY)
-    if len(_NO_CODE) < 1024:
-        _NO_CODE[key] = found
-    return found
-
-
-def run_conversation_attributes(pre: Extracted | None, post: Extracted | None, run_id: str | None) -> dict[str, Any]:
-    """The agent span's conversation attributes at the run's end.
-
-    Args:
-        pre / post: the extractor's answers before and after the run.
-        run_id: the id the run's spans carry (the scope's), or None.
-    A continuity break (same step, another id) reports ``post`` with ``requested_id``/``changed``;
-    otherwise the run's id, else ``post``'s. The source is the step that gave that id, or
-    ``service`` for an id only the service's response gave (a run without a session).
-    """
-    if pre and post and pre.source == post.source and post.conversation_id != pre.conversation_id:
-        return conversation_attributes(pre, post)
-    cid = run_id or (post.conversation_id if post else None)
-    if cid is None:
-        return {}
-    if post is not None and post.conversation_id == cid:
-        source = post.source
-    elif pre is not None and pre.conversation_id == cid:
-        source = pre.source
-    else:
-        source = SOURCE_SERVICE
-    return {attrs.GEN_AI_CONVERSATION_ID: cid, attrs.CONVERSATION_SOURCE: source}
-
-
-def conversation_attributes(pre: Extracted | None, post: Extracted | None) -> dict[str, Any]:
-    """The agent span's conversation attributes from the ids before and after the run.
-
-    A continuity break is an id that changed between two answers of the same extractor step;
-    a framework fallback before the run replaced by the service's id after it is the first turn.
-    """
-    effective = post or pre
-    if effective is None:
-        return {}
-    out: dict[str, Any] = {
-        attrs.GEN_AI_CONVERSATION_ID: effective.conversation_id,
-        attrs.CONVERSATION_SOURCE: effective.source,
-    }
-    if pre and post and pre.source == post.source and post.conversation_id != pre.conversation_id:
-        out[attrs.CONVERSATION_REQUESTED_ID] = pre.conversation_id
-        out[attrs.CONVERSATION_CHANGED] = True
-    return out
-
-
-class ScopedStream(wrapt.ObjectProxy):
-    """An async-iterable, awaitable result (e.g. Agent Framework ``ResponseStream``) whose every pull
-    runs inside the run's scope, in whichever task or thread consumes it. The run finishes when the
-    stream is exhausted, fails, yields its final response, or is dropped unfinished.
-
-    Combinators keep the scope: a public method that returns the wrapped stream itself (the
-    framework's ``with_transform_hook``/``with_result_hook``/... return ``self``) returns this
-    proxy; one that returns a new async iterable (``map``, ``flat_map``, ``with_finalizer``)
-    returns a proxy of it for the same run, which keeps this one alive (the run ends with the
-    derived stream, not when this proxy is dropped). ``await stream`` gives what awaiting the
-    wrapped object gives: this proxy when that is the stream itself (Agent Framework resolves the
-    stream and returns it), else the final result, which ends the run.
-    """
-
-    def __init__(self, wrapped: Any, run: Run, parent: Any = None) -> None:
-        super().__init__(wrapped)
-        self._self_run = run
-        self._self_iter = None
-        self._self_parent = parent  # a proxy this one was derived from: kept alive with it
-        weakref.finalize(self, run.finish)
-
-    def __getattr__(self, name: str) -> Any:
-        value = getattr(self.__wrapped__, name)
-        if (name.startswith("_") and not name.startswith("_with_")) or not callable(value) or inspect.isclass(value):
-            return value
-
-        def chained(*args: Any, **kwargs: Any) -> Any:
-            return self._self_adopt(value(*args, **kwargs))
-
-        return chained
-
-    def _self_adopt(self, result: Any) -> Any:
-        try:
-            if result is self.__wrapped__:
-                return self
-            if hasattr(result, "__aiter__") and not isinstance(result, ScopedStream) and not inspect.isasyncgen(result):
-                return ScopedStream(result, self._self_run, parent=self)
-        except Exception:
-            _logger.debug("otel-agent-identity: could not scope a derived stream", exc_info=True)
-        return result
-
-    def __aiter__(self):
-        return self
-
-    async def __anext__(self):
-        run = self._self_run
-        tokens = run.enter()
-        try:
-            if self._self_iter is None:
-                self._self_iter = self.__wrapped__.__aiter__()
-            return await self._self_iter.__anext__()
-        except StopAsyncIteration:
-            run.finish()
-            raise
-        except BaseException as exc:
-            run.finish(error=exc)
-            raise
-        finally:
-            run.exit(tokens)
-
-    async def get_final_response(self, *args: Any, **kwargs: Any):
-        # an async def around run._await: its frame keeps this proxy (whose finaliser ends the run)
-        # alive, e.g. in ``agent.run(..., stream=True).get_final_response()``
-        return await self._self_run._await(self.__wrapped__.get_final_response(*args, **kwargs))
-
-    def __await__(self):
-        if not hasattr(self.__wrapped__, "__await__"):
-            return self.get_final_response().__await__()
-        return self._self_resolve().__await__()
-
-    async def _self_resolve(self):
-        run = self._self_run
-        tokens = run.enter()
-        try:
-            result = await self.__wrapped__
-        except BaseException as exc:
-            run.finish(error=exc)
-            raise
-        finally:
-            run.exit(tokens)
-        if result is self.__wrapped__:
-            return self  # resolved, not consumed: the run goes on while the caller iterates
-        run.finish(result=result)
-        return result
-
-    async def aclose(self) -> None:
-        """Close an async generator early (``contextlib.aclosing``): the run ends now."""
-        try:
-            await self.__wrapped__.aclose()
-        finally:
-            self._self_run.finish()
-
-    async def close(self, *args: Any, **kwargs: Any) -> None:
-        """Agent Framework ``ResponseStream.close()``: the run ends now."""
-        try:
-            await self.__wrapped__.close(*args, **kwargs)
-        finally:
-            self._self_run.finish()
-
-    async def __aenter__(self):
-        await self.__wrapped__.__aenter__()
-        return self  # ``async with run(...) as stream``: iterate through this proxy, in the run's scope
-
-    async def __aexit__(self, *exc_info: Any) -> Any:
-        try:
-            return await self.__wrapped__.__aexit__(*exc_info)
-        finally:
-            self._self_run.finish(error=exc_info[1])
-
-
-def scoped_generator(gen, run: Run):
-    """A generator over ``gen`` whose every step runs in the run's scope (and current span), never
-    across the caller's code between steps. The run ends when ``gen`` is exhausted or raises, or
-    when this generator is closed or collected (an early ``break``): ``GeneratorExit`` is no failure.
-    ``send()`` and ``throw()`` reach ``gen``; its return value is kept.
-
-    Each step runs with ``Context.run`` in one context of the run's own (:meth:`Run.context`), so
-    a context variable a step sets is seen by the next step and never by the caller."""
-    step = run.context().run
-    error: BaseException | None = None
-    try:
-        sent, thrown = None, None
-        while True:
-            try:
-                item = step(gen.send, sent) if thrown is None else step(gen.throw, thrown)
-            except StopIteration as stop:
-                return stop.value
-            except BaseException as exc:
-                error = exc
-                raise
-            sent, thrown = None, None
-            try:
-                sent = yield item
-            except GeneratorExit:
-                raise
-            except BaseException as exc:  # thrown in by the consumer: hand it to gen
-                thrown = exc
-    finally:
-        if error is None:
-            try:
-                step(gen.close)
-            except BaseException as exc:
-                error = exc
-                raise
-            finally:
-                run.finish(error=error)
-        else:
-            run.finish(error=error)
-
-
-async def scoped_async_generator(agen, run: Run):
-    """The async counterpart of :func:`scoped_generator`: an ``async def`` generator (not a proxy),
-    so the event loop's async-generator finaliser closes it, and ends the run, when the caller
-    leaves ``async for`` with ``break`` and drops it. ``asend()``/``athrow()`` reach ``agen``."""
-    error: BaseException | None = None
-    try:
-        sent, thrown = None, None
-        while True:
-            tokens = run.enter()
-            try:
-                item = await (agen.athrow(thrown) if thrown is not None else agen.asend(sent))
-            except StopAsyncIteration:
-                return
-            except BaseException as exc:
-                error = exc
-                raise
-            finally:
-                run.exit(tokens)
-            sent, thrown = None, None
-            try:
-                sent = yield item
-            except GeneratorExit:
-                raise
-            except BaseException as exc:
-                thrown = exc
-    finally:
-        try:
-            if error is None:
-                tokens = run.enter()
-                try:
-                    await agen.aclose()
-                except BaseException as exc:
-                    error = exc
-                    raise
-                finally:
-                    run.exit(tokens)
-        finally:
-            run.finish(error=error)

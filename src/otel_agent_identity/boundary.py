@@ -56,7 +56,7 @@ class Destination(NamedTuple):  # not a frozen dataclass: cheaper to define (sta
         """A copy with ``name`` (ignored unless a non-empty str) added to ``names``."""
         if not isinstance(name, str) or not name or name in self.names:
             return self
-        return Destination(self.url, self.names + (name,))
+        return Destination(self.url, (*self.names, name))
 
 
 class Policy:
@@ -129,7 +129,7 @@ def filter_meta(meta: Mapping[str, Any], destination: Destination | None) -> dic
     out = dict(meta)
     keys = [k for k in out if isinstance(k, str) and k.lower() == "baggage"]
     main = "baggage" if "baggage" in keys or not keys else keys[0]
-    for key in dict.fromkeys(keys + [main]):
+    for key in dict.fromkeys([*keys, main]):
         try:
             value = filter_baggage_header(out.get(key), destination if key == main else None)
         except Exception:
@@ -148,7 +148,7 @@ def forwarded_baggage() -> dict[str, str]:
     if scope is None:
         return {}
     values = (scope.conversation_id, scope.execution_id, scope.delegation_id)
-    return {k: v for k, v in zip(FORWARDED_KEYS, values) if isinstance(v, str) and v}
+    return {k: v for k, v in zip(FORWARDED_KEYS, values, strict=True) if isinstance(v, str) and v}
 
 
 def record_upstream(span: Any, baggage: Mapping[str, Any], local_conversation_id: str | None = None) -> None:
@@ -247,7 +247,7 @@ def check_served(conversation_id: str | None) -> None:
     (str or None): flags the request's server span when it differs from the forwarded one."""
     if not _inbound_seen or not conversation_id:
         return
-    inbound = otel_context.get_value(_INBOUND)
+    inbound: Any = otel_context.get_value(_INBOUND)
     if inbound is None or not conversation_id:
         return
     span, upstream = inbound
@@ -261,7 +261,7 @@ def _strip_identity(value: str) -> list[str]:
         if not member.strip():
             continue
         key = member.split(";", 1)[0].split("=", 1)[0].strip()
-        try:
+        try:  # noqa: SIM105 - per baggage member of every request: a try is free, contextlib.suppress is not
             key = unquote_plus(key)
         except Exception:
             pass
@@ -283,11 +283,11 @@ def _entry_matches(entry: str, destination: Destination) -> bool:
         return False
     url = destination.url
     if "://" in entry:
-        return bool(url) and _url_prefix_matches(entry, url)
+        return url is not None and url != "" and _url_prefix_matches(entry, url)
     if entry in destination.names:
         return True
     host = _host(url) if url else None
-    return bool(host) and fnmatchcase(host, entry.lower())
+    return host is not None and host != "" and fnmatchcase(host, entry.lower())
 
 
 def _url_prefix_matches(entry: str, url: str) -> bool:

@@ -14,8 +14,9 @@
   callee that rebuilds its conversation every request) is marked ``agent_identity.conversation.previous_id``.
 
 Memory: at most ``MAX_CONVERSATIONS`` caller conversations x ``MAX_AGENTS_PER_CONVERSATION``
-remote agents (served: contextIds x serving agents), and ``MAX_DELEGATIONS`` delegation keys; an entry untouched for ``IDLE_SECONDS``
-(the conversation went quiet) is dropped, the least recently used goes first when full.
+remote agents (served: contextIds x serving agents), and ``MAX_DELEGATIONS`` delegation keys; an
+entry untouched for ``IDLE_SECONDS`` (the conversation went quiet) is dropped, the least recently
+used goes first when full.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from opentelemetry import context as otel_context
 
 from otel_agent_identity import attributes as attrs
 from otel_agent_identity import metrics
+from otel_agent_identity._context import SCOPE_KEY, attach_context, current_context, detach_context, with_value
 
 _logger = logging.getLogger(__name__)
 
@@ -58,8 +60,6 @@ def new_conversation() -> Iterator[None]:
         with otel_agent_identity.new_conversation():
             await specialist.run("start over: ...")   # A2AAgent without the previous session
     """
-    from otel_agent_identity.scope import attach_context, current_context, detach_context, with_value
-
     token = attach_context(with_value(current_context(), _NEW_CONVERSATION, True))
     try:
         yield
@@ -181,9 +181,7 @@ def conversation_id() -> str | None:
 
         agno_agent.run(question, session_id=otel_agent_identity.conversation_id())
     """
-    from otel_agent_identity.scope import current_scope
-
-    scope = current_scope()
+    scope: Any = current_context().get(SCOPE_KEY)
     return scope.conversation_id if scope is not None else None
 
 
@@ -294,7 +292,7 @@ def note_execution() -> None:
     if not _serving_delegations:
         return
     try:
-        served = otel_context.get_value(_SERVED_DELEGATION)
+        served: Any = otel_context.get_value(_SERVED_DELEGATION)
         if not served:
             return
         try:

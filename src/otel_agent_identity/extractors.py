@@ -87,6 +87,8 @@ class ExtractorRegistry:
         self._accepted: dict[str, None] = {}
         self.max_id_length = max_id_length
         self._by_type: dict[type, Extractor] = {}
+        #: whether any override is registered (a plain attribute: read at every run's start)
+        self.has_overrides = False
         self._cache: dict[type, Extractor | None] = {}
         self._warned: set[tuple[str, str, str]] = set()  # (agent type, step, kind)
         self._lock = threading.Lock()
@@ -111,12 +113,14 @@ class ExtractorRegistry:
             raise TypeError("register(agent_type: type, extractor: callable)")
         with self._lock:
             self._by_type[agent_type] = extractor
+            self.has_overrides = True
             self._cache.clear()
 
     def unregister(self, agent_type: type) -> None:
         """Remove the extractor registered for exactly ``agent_type``; absent is fine."""
         with self._lock:
             self._by_type.pop(agent_type, None)
+            self.has_overrides = bool(self._by_type)
             self._cache.clear()
 
     def load_entry_points(self) -> None:
@@ -131,7 +135,8 @@ class ExtractorRegistry:
             except Exception:
                 _logger.warning("otel-agent-identity: extractor entry point %r failed", ep.name, exc_info=True)
 
-    def _override_for(self, cls: type) -> Extractor | None:
+    def override_for(self, cls: type) -> Extractor | None:
+        """The override registered for ``cls`` or its nearest base class, or None."""
         try:
             return self._cache[cls]
         except KeyError:
@@ -153,7 +158,7 @@ class ExtractorRegistry:
         agent's answer (e.g. it knows a value is single-result identity, not the conversation); by
         default ``agent._get_otel_conversation_id(session)``.
         """
-        override = self._override_for(type(agent)) if self._by_type else None
+        override = self.override_for(type(agent)) if self._by_type else None
         if override is not None:  # an override is final: its None means no conversation id
             return self._checked(agent, SOURCE_OVERRIDE, override, session, call)
         if agent_step is None:

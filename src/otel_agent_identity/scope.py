@@ -21,16 +21,44 @@ import threading
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from contextvars import ContextVar, Token
+from contextvars import Token
 from random import getrandbits  # as OTel's RandomIdGenerator: unique, reseeded after fork
 from typing import Any
 
 from opentelemetry import context as otel_context
-from opentelemetry.context import Context
-from opentelemetry.instrumentation.utils import _SUPPRESS_INSTRUMENTATION_KEY
 
 from otel_agent_identity import attributes as attrs
-from otel_agent_identity import continuity
+from otel_agent_identity import continuity, extractors
+from otel_agent_identity._context import (  # re-exported: the names adapters and the processor use
+    SCOPE_KEY,
+    SUPPRESS_KEY,
+    SUPPRESS_KEY_PLAIN,
+    attach_context,
+    current_context,
+    detach_context,
+    suppressed,
+    with_value,
+)
+
+__all__ = [
+    "SCOPE_KEY",
+    "SUPPRESS_KEY",
+    "SUPPRESS_KEY_PLAIN",
+    "IdentityScope",
+    "attach",
+    "attach_context",
+    "current_context",
+    "current_scope",
+    "delegation",
+    "delegation_id_of",
+    "detach",
+    "detach_context",
+    "execution",
+    "new_delegation_id",
+    "new_execution_id",
+    "suppressed",
+    "with_value",
+]
 
 _logger = logging.getLogger(__name__)
 _DELEGATION_NAMESPACE = uuid.UUID("6f1c2a3e-5b7d-4e8f-9a0b-1c2d3e4f5a6b")
@@ -41,9 +69,7 @@ _warned_lock = threading.Lock()
 def _checked(what: str, value: Any, remember: bool = True) -> str | None:
     """``value`` when it is an acceptable id (the extractor registry's test: a non-empty printable
     str within ``max_id_length``), else None with one warning per ``what`` and kind of problem."""
-    from otel_agent_identity.extractors import registry  # the configured max_id_length
-
-    problem = registry.problem(value, remember)
+    problem = extractors.registry.problem(value, remember)  # the configured max_id_length
     if problem is None:
         return value if type(value) is str else str.__str__(value)  # a str subclass: the plain str
     kind = problem.split(" ", 1)[-1] if problem[0].isdigit() else problem  # "N characters (...)" -> one kind
@@ -146,12 +172,17 @@ class IdentityScope:
             return False
         if not self.accepts(conversation_id):
             return False
-        if self.conversation_id is not None:  # the service's id replaces a fallback: keep what was learnt
+        self.provisional = False
+        self.adopt(conversation_id)
+        return True
+
+    def adopt(self, conversation_id: str) -> None:
+        """Make ``conversation_id`` (an accepted str) the scope's from now on; what this process
+        remembers under the id it replaces (a fallback) moves to it."""
+        if self.conversation_id is not None:
             continuity.delegate_contexts.rekey(self.conversation_id, conversation_id)
         self.conversation_id = conversation_id
-        self.provisional = False
         self.refresh()
-        return True
 
     def refresh(self) -> None:
         """Recompute ``attributes`` after a field changed."""
@@ -165,62 +196,16 @@ class IdentityScope:
         self.attributes = a
 
 
-#: the run's :class:`IdentityScope` in an OpenTelemetry ``Context``
-SCOPE_KEY = otel_context.create_key("agent_identity.scope")
 #: a one-element list shared by every task and thread that carries the with-block's context, so
 #: the supplied id goes to exactly one run, whichever starts first
 _NEXT_EXECUTION_ID = otel_context.create_key("agent_identity.next_execution_id")
 _NEXT_DELEGATION_ID = otel_context.create_key("agent_identity.next_delegation_id")
 
 
-def _runtime_var() -> ContextVar | None:
-    """The contextvar that holds the current OpenTelemetry ``Context`` with the default runtime
-    context (``contextvars_context``): read and set directly, one C call each; None with another
-    ``OTEL_PYTHON_CONTEXT`` (the API's functions are used then)."""
-    var = getattr(getattr(otel_context, "_RUNTIME_CONTEXT", None), "_current_context", None)
-    return var if type(var) is ContextVar else None
-
-
-_CURRENT = _runtime_var()
-#: the current OpenTelemetry ``Context`` (``opentelemetry.context.get_current()``)
-current_context: Callable[[], Context] = otel_context.get_current if _CURRENT is None else _CURRENT.get
-#: make a ``Context`` current; returns the token for :func:`detach_context`
-attach_context: Callable[[Context], Token] = otel_context.attach if _CURRENT is None else _CURRENT.set
-
-
-def detach_context(token: Token) -> None:
-    """Restore the ``Context`` that was current before :func:`attach_context`; a token made in
-    another ``contextvars`` context (a stream finished in another task) is ignored."""
-    if _CURRENT is None:
-        otel_context.detach(token)
-        return
-    try:
-        _CURRENT.reset(token)
-    except ValueError:  # created in another context
-        pass
-
-
-def with_value(ctx: Context, key: str, value: Any) -> Context:
-    """``ctx`` with ``key`` set to ``value`` (``opentelemetry.context.set_value``)."""
-    return Context({**ctx, key: value})
-
-
-#: the context keys of ``opentelemetry.instrumentation.utils.suppress_instrumentation`` (and the
-#: plain one older code sets; ``is_instrumentation_enabled`` reads both)
-SUPPRESS_KEY, SUPPRESS_KEY_PLAIN = _SUPPRESS_INSTRUMENTATION_KEY, "suppress_instrumentation"
-
-
-def suppressed() -> bool:
-    """Whether instrumentation is suppressed in the current ``Context`` (see :data:`SUPPRESS_KEY`):
-    our wrappers then pass every call through."""
-    ctx = current_context()
-    return bool(ctx.get(SUPPRESS_KEY) or ctx.get(SUPPRESS_KEY_PLAIN))
-
-
 def current_scope() -> IdentityScope | None:
     """The scope of the run the caller is in (from the current OpenTelemetry ``Context``), or None
     outside any instrumented run."""
-    return current_context().get(SCOPE_KEY)
+    return current_context().get(SCOPE_KEY)  # type: ignore[return-value]
 
 
 def attach(scope: IdentityScope | None) -> Token:
@@ -242,7 +227,7 @@ def new_execution_id(framework_run_id: str | None = None) -> str:
     """
     if framework_run_id and _checked("a framework run id", framework_run_id, remember=False):
         return framework_run_id
-    supplied = current_context().get(_NEXT_EXECUTION_ID)
+    supplied: Any = current_context().get(_NEXT_EXECUTION_ID)
     if supplied:
         try:
             return supplied.pop()  # atomic: a second run, in any task or thread, finds it empty
@@ -260,7 +245,7 @@ def new_delegation_id(transport_key: str | None = None) -> str:
     Order: an id supplied by :func:`delegation`, else UUID5(``transport_key``) hex, else 128 random bits
     as 32 hex characters.
     """
-    supplied = current_context().get(_NEXT_DELEGATION_ID)
+    supplied: Any = current_context().get(_NEXT_DELEGATION_ID)
     if supplied is not None:
         return supplied
     if isinstance(transport_key, str) and transport_key:

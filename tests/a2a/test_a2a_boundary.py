@@ -12,7 +12,7 @@ from opentelemetry import trace
 from test_a2a_unit import TRACEPARENT, _call_context, _client, _request, _send
 
 from agent_framework import Agent, AgentSession, FileHistoryProvider
-from otel_agent_identity.adapters._a2a_server import server_wrapper
+from otel_agent_identity.adapters.a2a.server import server_wrapper
 from otel_agent_identity.adapters.agent_framework import resumed_state
 
 REQUESTED = "agent_identity.conversation.requested_id"

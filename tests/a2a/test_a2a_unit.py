@@ -24,9 +24,9 @@ from opentelemetry import baggage, context, trace
 from opentelemetry.trace import SpanKind
 
 import otel_agent_identity
-from otel_agent_identity.adapters import _a2a_attrs as facts
-from otel_agent_identity.adapters import a2a_sdk
-from otel_agent_identity.adapters._a2a_server import server_wrapper
+from otel_agent_identity.adapters import a2a as a2a_adapter
+from otel_agent_identity.adapters.a2a import attributes as facts
+from otel_agent_identity.adapters.a2a.server import server_wrapper
 from otel_agent_identity.scope import new_delegation_id
 
 
@@ -168,7 +168,7 @@ def test_readers_tolerate_odd_input(odd):
     assert facts.event_facts(odd) == {}
     assert facts.message_attributes(odd) == {}
     assert facts.request_attributes(odd)[facts.attrs.A2A_METHOD_NAME] == "SendMessage"
-    assert a2a_sdk.context_rule(None, odd, None) is None
+    assert a2a_adapter.context_rule(None, odd, None) is None
 
 
 async def test_server_reads_grpc_metadata(instrumentor, exporter):

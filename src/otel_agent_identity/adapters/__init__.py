@@ -1,13 +1,13 @@
-"""Framework adapters, one module each. Each module defines ``NAME``, ``REQUIREMENTS`` (pip
-requirement strings of the versions it knows), the wrap functions :data:`HOOKS` names and
-``uninstrument()`` (restores everything the module wrapped)."""
+"""Framework adapters, one module (A2A: one package) each. Each defines ``NAME``, ``REQUIREMENTS``
+(pip requirement strings of the versions it knows), the wrap functions :data:`HOOKS` names and
+``uninstrument()`` (restores everything it wrapped: :class:`._base.Wrapped` does both)."""
 
 #: adapter name -> module (imported only when one of its :data:`HOOKS` modules is imported)
 ADAPTERS = {
     "agent_framework": "otel_agent_identity.adapters.agent_framework",
     "agno": "otel_agent_identity.adapters.agno",
     "langgraph": "otel_agent_identity.adapters.langgraph",
-    "a2a": "otel_agent_identity.adapters.a2a_sdk",
+    "a2a": "otel_agent_identity.adapters.a2a",
     "mcp": "otel_agent_identity.adapters.mcp",
     "openai_agents": "otel_agent_identity.adapters.openai_agents",
     "pydantic_ai": "otel_agent_identity.adapters.pydantic_ai",

@@ -27,7 +27,7 @@ An ``A2AAgent`` run is a delegation: its ``agent_identity.delegation.id`` is the
 ``Message`` (A2AAgent sends it as the A2A ``Message.message_id``; re-running the same ``Message``
 keeps the id), else random. A message without ``message_id`` gets a fresh one from A2AAgent on
 every run, so only the a2a-sdk adapter sees it (it refines the id at the send, and injects
-``traceparent``): see :mod:`otel_agent_identity.adapters.a2a_sdk`.
+``traceparent``): see :mod:`otel_agent_identity.adapters.a2a`.
 """
 
 from __future__ import annotations
@@ -37,12 +37,11 @@ import logging
 from typing import Any
 
 from opentelemetry import trace
-from opentelemetry.instrumentation.utils import unwrap
 from opentelemetry.trace import SpanKind
-from wrapt import wrap_function_wrapper
 
 from otel_agent_identity import attributes as attrs
 from otel_agent_identity._runs import RunHandler, SpanSpec
+from otel_agent_identity.adapters._base import Wrapped, agent_span_spec
 from otel_agent_identity.scope import current_scope, new_delegation_id
 from otel_agent_identity.span_processor import attributes_of, replace_ending, set_trusted
 
@@ -59,7 +58,7 @@ _TARGETS = [
 _A2A_TARGET = ("agent_framework_a2a", "A2AAgent", "run")  # wrapped when the application imports it
 _KINDS = {"Agent": "agent", "A2AAgent": "a2a", "WorkflowAgent": "workflow", "Workflow": "plain_workflow"}
 _CHAT_TARGET = ("agent_framework", "BaseChatClient", "get_response")
-_wrapped: list[tuple[Any, str]] = []
+_wrapped = Wrapped()
 _observability: Any = None  # agent_framework.observability, imported at instrument()
 _history: tuple = ()  # (HistoryProvider, InMemoryHistoryProvider), imported at instrument()
 _is_local_sentinel: Any = None  # agent_framework's is_local_history_conversation_id, if it has one
@@ -204,27 +203,27 @@ def _span_spec(agent: Any, kind: str) -> SpanSpec:
         or _str(getattr(type(agent), "AGENT_PROVIDER_NAME", None))
         or _FRAMEWORK_PROVIDER
     )
-    operation = attrs.INVOKE_WORKFLOW if kind == "workflow" else attrs.INVOKE_AGENT
-    span_attrs: dict[str, Any] = {
-        attrs.GEN_AI_OPERATION_NAME: operation,
-        attrs.GEN_AI_PROVIDER_NAME: provider,
-        attrs.GEN_AI_AGENT_NAME: name,
-    }
+    extra: dict[str, Any] = {}
     for key, value in (
         (attrs.GEN_AI_AGENT_ID, getattr(agent, "id", None)),
         (attrs.GEN_AI_AGENT_DESCRIPTION, getattr(agent, "description", None)),
     ):
         if _str(value):
-            span_attrs[key] = value
+            extra[key] = value
     if kind == "workflow":
         workflow = getattr(agent, "workflow", None)
-        span_attrs[attrs.GEN_AI_WORKFLOW_NAME] = _str(getattr(workflow, "name", None)) or name
+        extra[attrs.GEN_AI_WORKFLOW_NAME] = _str(getattr(workflow, "name", None)) or name
     if kind == "a2a":
         version = _a2a_protocol_version(agent)
         if version:
-            span_attrs[attrs.A2A_PROTOCOL_VERSION] = version
-    span_kind = SpanKind.CLIENT if kind == "a2a" else SpanKind.INTERNAL
-    return SpanSpec(f"{operation} {name}", span_kind, span_attrs)
+            extra[attrs.A2A_PROTOCOL_VERSION] = version
+    return agent_span_spec(
+        name,
+        provider,
+        operation=attrs.INVOKE_WORKFLOW if kind == "workflow" else attrs.INVOKE_AGENT,
+        kind=SpanKind.CLIENT if kind == "a2a" else SpanKind.INTERNAL,
+        extra=extra,
+    )
 
 
 def _a2a_protocol_version(agent: Any) -> str | None:
@@ -388,7 +387,7 @@ def _learn_from(result, instance, scope, span):
 
 async def _await_and_learn(coro, scope, span, client):
     response = await coro
-    try:
+    try:  # noqa: SIM105 - per chat call: a try is free, contextlib.suppress is not
         _learn(scope, span, response, client)
     except Exception:
         pass
@@ -413,12 +412,10 @@ def instrument(handler: RunHandler) -> None:
             cls = getattr(module, cls_name)
         except (ImportError, AttributeError):
             continue
-        wrap_function_wrapper(cls, method, _run_wrapper(handler, _KINDS[cls_name]))
-        _wrapped.append((cls, method))
+        _wrapped.wrap(cls, method, _run_wrapper(handler, _KINDS[cls_name]))
     module_name, cls_name, method = _CHAT_TARGET
     cls = getattr(importlib.import_module(module_name), cls_name)
-    wrap_function_wrapper(cls, method, _chat_wrapper(handler))
-    _wrapped.append((cls, method))
+    _wrapped.wrap(cls, method, _chat_wrapper(handler))
 
 
 def instrument_a2a_agent(handler: RunHandler) -> None:
@@ -429,12 +426,7 @@ def instrument_a2a_agent(handler: RunHandler) -> None:
 
     module_name, cls_name, method = _A2A_TARGET
     cls = getattr(importlib.import_module(module_name), cls_name)
-    wrap_function_wrapper(cls, method, _run_wrapper(handler, _KINDS[cls_name]))
-    _wrapped.append((cls, method))
+    _wrapped.wrap(cls, method, _run_wrapper(handler, _KINDS[cls_name]))
 
 
-def uninstrument() -> None:
-    """Restore every wrapped method."""
-    while _wrapped:
-        cls, method = _wrapped.pop()
-        unwrap(cls, method)
+uninstrument = _wrapped.uninstrument

@@ -49,12 +49,9 @@ import weakref
 from typing import Any
 from uuid import uuid4
 
-from opentelemetry.instrumentation.utils import unwrap
-from opentelemetry.trace import SpanKind
-from wrapt import wrap_function_wrapper
-
 from otel_agent_identity import attributes as attrs
 from otel_agent_identity._runs import RunHandler, SpanSpec, awaiting_run
+from otel_agent_identity.adapters._base import BoundedCache, Wrapped, agent_span_spec
 from otel_agent_identity.scope import current_scope
 
 NAME = "agno"
@@ -68,7 +65,7 @@ _TARGETS = [
     ("agno.workflow.workflow", "Workflow", "workflow"),
 ]
 #: where Agno resolves a run's session id (generating one when neither argument nor instance has it)
-_SESSION_RESOLVERS = [
+_SESSION_RESOLVERS: list[tuple[str, str | None, str]] = [
     ("agno.agent._run", None, "initialize_session"),
     ("agno.team._init", None, "_initialize_session"),
     ("agno.workflow.workflow", "Workflow", "_initialize_session"),
@@ -82,7 +79,7 @@ _SESSION_READERS = [
     ("agno.team._storage", "_aread_or_create_session"),
 ]
 
-_wrapped: list[tuple[Any, str]] = []
+_wrapped = Wrapped()
 #: (instance, run) whose dispatch is running now: its session resolver's result is the run's id
 _RESOLVING: contextvars.ContextVar[tuple | None] = contextvars.ContextVar("otel_agent_identity_agno", default=None)
 #: background runs waiting for the task Agno spawns for them, by id() of their scope
@@ -123,38 +120,27 @@ class _Signature:
         return args[i] if i is not None and i < len(args) else None
 
 
-#: (kind, type, name, id) -> the run's SpanSpec: built once per agent, not per run (bounded: emptied
-#: when full; a renamed agent gets a new one). Shared by that agent's runs: its attributes are only
-#: read (the SDK copies them into each span).
-_SPECS: dict[tuple, SpanSpec] = {}
-_SPECS_MAX = 1024
+#: (kind, type, name, id) -> the run's SpanSpec: built once per agent, not per run (a renamed agent
+#: gets a new one)
+_SPECS = BoundedCache(1024)
 
 
 def _span_spec(instance: Any, kind: str) -> SpanSpec:
     raw_name, agent_id = getattr(instance, "name", None), getattr(instance, "id", None)
     key = (kind, type(instance), raw_name, agent_id)
     try:
-        return _SPECS[key]
-    except (KeyError, TypeError):  # TypeError: a name or id that is not hashable
-        pass
-    name = raw_name or agent_id or type(instance).__name__
+        spec = _SPECS.get(key)
+    except TypeError:  # a name or id that is not hashable
+        spec = None
+    if spec is not None:
+        return spec
+    name = str(raw_name or agent_id or type(instance).__name__)
     if kind == "workflow":
-        operation = attrs.INVOKE_WORKFLOW
-        span_attrs = {attrs.GEN_AI_OPERATION_NAME: operation, attrs.GEN_AI_WORKFLOW_NAME: str(name)}
+        spec = agent_span_spec(name, PROVIDER, operation=attrs.INVOKE_WORKFLOW, name_key=attrs.GEN_AI_WORKFLOW_NAME)
     else:
-        operation = attrs.INVOKE_AGENT
-        span_attrs = {attrs.GEN_AI_OPERATION_NAME: operation, attrs.GEN_AI_AGENT_NAME: str(name)}
-        if isinstance(agent_id, str) and agent_id:
-            span_attrs[attrs.GEN_AI_AGENT_ID] = agent_id
-    span_attrs[attrs.GEN_AI_PROVIDER_NAME] = PROVIDER
-    spec = SpanSpec(f"{operation} {name}", SpanKind.INTERNAL, span_attrs)
-    try:
-        if len(_SPECS) >= _SPECS_MAX:
-            _SPECS.clear()
-        _SPECS[key] = spec
-    except TypeError:
-        pass
-    return spec
+        has_id = isinstance(agent_id, str) and agent_id
+        spec = agent_span_spec(name, PROVIDER, extra={attrs.GEN_AI_AGENT_ID: agent_id} if has_id else None)
+    return _SPECS.put(key, spec)
 
 
 def _known_session(instance: Any, session_id: Any) -> bool:
@@ -189,7 +175,7 @@ def _run_wrapper(handler: RunHandler, kind: str, method: str, sig: _Signature):
                 if not run_id:
                     run_id = str(uuid4())  # what Agno does itself when none is given
                     if run_at is not None and run_at < len(args):
-                        call_args = args[:run_at] + (run_id,) + args[run_at + 1 :]
+                        call_args = (*args[:run_at], run_id, *args[run_at + 1 :])
                     else:
                         call_kwargs = {**kwargs, "run_id": run_id}
             run = handler.start(
@@ -295,7 +281,7 @@ async def _record_after(coro, run, owner):
 
 
 def _record_resumed(run: Any, owner: Any, session: Any) -> None:
-    try:
+    try:  # noqa: SIM105 - per run: a try is free, contextlib.suppress is not
         run.record_resumed(session_resumed(owner, session, run.call_kwargs or {}))
     except Exception:
         pass
@@ -307,7 +293,7 @@ def _spawn_wrapper(wrapped, instance, args, kwargs):
         scope = current_scope()
         handoff = _HANDOFFS.pop(id(scope), None) if scope is not None else None
         if handoff is not None and args and inspect.iscoroutine(args[0]):
-            args = (handoff.task(args[0]),) + tuple(args[1:])
+            args = (handoff.task(args[0]), *args[1:])
     except Exception:
         pass
     return wrapped(*args, **kwargs)
@@ -326,25 +312,18 @@ def instrument(handler: RunHandler) -> None:
             fn = getattr(cls, method, None)
             if fn is None or (cls, method) in _wrapped:
                 continue
-            wrap_function_wrapper(cls, method, _run_wrapper(handler, kind, method, _Signature(fn)))
-            _wrapped.append((cls, method))
-    for module_name, cls_name, name in _SESSION_RESOLVERS + [(_SPAWN[0], None, _SPAWN[1])]:
+            _wrapped.wrap(cls, method, _run_wrapper(handler, kind, method, _Signature(fn)))
+    for module_name, owner_name, name in [*_SESSION_RESOLVERS, (_SPAWN[0], None, _SPAWN[1])]:
         owner = sys.modules.get(module_name)
-        owner = getattr(owner, cls_name, None) if cls_name else owner
+        owner = getattr(owner, owner_name, None) if owner_name else owner
         if owner is None or getattr(owner, name, None) is None or (owner, name) in _wrapped:
             continue
-        wrap_function_wrapper(owner, name, _resolver_wrapper if name != _SPAWN[1] else _spawn_wrapper)
-        _wrapped.append((owner, name))
+        _wrapped.wrap(owner, name, _resolver_wrapper if name != _SPAWN[1] else _spawn_wrapper)
     for module_name, name in _SESSION_READERS:
         module = sys.modules.get(module_name)
         if module is None or getattr(module, name, None) is None or (module, name) in _wrapped:
             continue
-        wrap_function_wrapper(module, name, _session_read_wrapper)
-        _wrapped.append((module, name))
+        _wrapped.wrap(module, name, _session_read_wrapper)
 
 
-def uninstrument() -> None:
-    """Restore every wrapped method and function."""
-    while _wrapped:
-        owner, name = _wrapped.pop()
-        unwrap(owner, name)
+uninstrument = _wrapped.uninstrument

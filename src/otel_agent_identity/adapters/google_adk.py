@@ -32,11 +32,10 @@ import importlib
 from typing import Any
 
 from opentelemetry import trace
-from opentelemetry.instrumentation.utils import unwrap
-from wrapt import wrap_function_wrapper
 
 from otel_agent_identity import attributes as attrs
 from otel_agent_identity._runs import RunHandler
+from otel_agent_identity.adapters._base import Wrapped
 from otel_agent_identity.extractors import registry
 from otel_agent_identity.scope import current_scope
 from otel_agent_identity.span_processor import attributes_of, set_trusted
@@ -44,7 +43,7 @@ from otel_agent_identity.span_processor import attributes_of, set_trusted
 NAME = "google_adk"
 REQUIREMENTS = ("google-adk >= 2.13, < 3",)
 
-_wrapped: list[tuple[Any, str]] = []
+_wrapped = Wrapped()
 #: id(scope) -> _Pending: runs whose invocation ADK has not built yet (bounded: oldest dropped)
 _PENDING: dict[int, _Pending] = {}
 _PENDING_MAX = 4096
@@ -60,6 +59,7 @@ class _Pending:
     earlier events) reaches the run's scope and its agent span, whichever starts first."""
 
     __slots__ = ("claim", "known", "scope", "span")
+    known: dict[str, Any]
 
     def __init__(self, scope: Any) -> None:
         self.scope, self.claim, self.span, self.known = scope, scope.claim_agent_span, None, {}
@@ -82,7 +82,7 @@ class _Pending:
             scope.refresh()
             known[attrs.EXECUTION_ID] = invocation_id
             # ADK opens the run's ``invoke_workflow`` span before it builds the invocation: current here
-            current = trace.get_current_span()
+            current: Any = trace.get_current_span()
             if current.is_recording() and attributes_of(current).get(attrs.EXECUTION_ID) == previous:
                 set_trusted(current, {attrs.EXECUTION_ID: invocation_id})
         events = getattr(getattr(context, "session", None), "events", None)
@@ -146,16 +146,11 @@ def instrument(handler: RunHandler) -> None:
     Raises ImportError/AttributeError when this ADK has none of them (the instrumentor then skips
     the adapter with a warning)."""
     cls = importlib.import_module("google.adk.runners").Runner
-    cls._new_invocation_context  # AttributeError: an unknown shape
+    if not hasattr(cls, "_new_invocation_context"):  # an unknown shape
+        raise AttributeError("google.adk.runners.Runner._new_invocation_context")
     for method in ("run_async", "run_live"):
-        wrap_function_wrapper(cls, method, _run_wrapper(handler))
-        _wrapped.append((cls, method))
-    wrap_function_wrapper(cls, "_new_invocation_context", _invocation_wrapper)
-    _wrapped.append((cls, "_new_invocation_context"))
+        _wrapped.wrap(cls, method, _run_wrapper(handler))
+    _wrapped.wrap(cls, "_new_invocation_context", _invocation_wrapper)
 
 
-def uninstrument() -> None:
-    """Restore the wrapped methods."""
-    while _wrapped:
-        cls, method = _wrapped.pop()
-        unwrap(cls, method)
+uninstrument = _wrapped.uninstrument

@@ -29,10 +29,9 @@ import sys
 from typing import Any
 
 from opentelemetry.instrumentation.dependencies import get_dependency_conflicts
-from opentelemetry.instrumentation.utils import unwrap
-from wrapt import wrap_function_wrapper
 
 from otel_agent_identity import boundary
+from otel_agent_identity.adapters._base import Wrapped
 
 NAME = "http"
 REQUIREMENTS: tuple[str, ...] = ()  # each library below is optional and checked on its own
@@ -48,7 +47,7 @@ _TARGETS = (
     ("urllib3 >= 2, < 3", "urllib3.connection", "HTTPConnection", "request", "urllib3"),
     ("aiohttp >= 3.9, < 4", "aiohttp.client_reqrep", "ClientRequest", "send", "aiohttp"),
 )
-_wrapped: list[tuple[Any, str]] = []
+_wrapped = Wrapped()
 _skipped: set[str] = set()  # requirements found in another version (warned once)
 
 
@@ -108,7 +107,7 @@ def _requests_wrapper(wrapped, instance, args, kwargs):
             request.headers["baggage"] = value
     except Exception:
         _logger.debug("otel-agent-identity: could not filter an HTTP request", exc_info=True)
-        try:
+        try:  # noqa: SIM105 - per request: a try is free, contextlib.suppress is not
             request.headers.pop("baggage", None)
         except Exception:
             pass
@@ -152,7 +151,7 @@ def _urllib3_wrapper(wrapped, instance, args, kwargs):
             port = getattr(instance, "_tunnel_port", None) or instance.port
             url = _url("https" if https else "http", host, port, url)
         if len(args) > 3:
-            args = args[:3] + (_filtered_mapping(args[3], boundary.Destination(url=url)),) + args[4:]
+            args = (*args[:3], _filtered_mapping(args[3], boundary.Destination(url=url)), *args[4:])
         else:
             kwargs = dict(kwargs, headers=_filtered_mapping(kwargs.get("headers"), boundary.Destination(url=url)))
     except Exception:
@@ -161,7 +160,7 @@ def _urllib3_wrapper(wrapped, instance, args, kwargs):
         if headers is not None:
             plain = {k: v for k, v in headers.items() if not (isinstance(k, str) and k.lower() == "baggage")}
             if len(args) > 3:
-                args = args[:3] + (plain,) + args[4:]
+                args = (*args[:3], plain, *args[4:])
             else:
                 kwargs = dict(kwargs, headers=plain)
     return wrapped(*args, **kwargs)
@@ -181,7 +180,7 @@ async def _aiohttp_wrapper(wrapped, instance, args, kwargs):
                 headers["baggage"] = value
     except Exception:
         _logger.debug("otel-agent-identity: could not filter an HTTP request", exc_info=True)
-        try:
+        try:  # noqa: SIM105 - per request: a try is free, contextlib.suppress is not
             headers.popall("baggage", None)
         except Exception:
             pass
@@ -210,13 +209,10 @@ def instrument(handler: Any = None) -> None:
             if getattr(conflict, "found", None) is not None:
                 _logger.warning("otel-agent-identity: HTTP guard skips %s: %s", module_name, conflict)
             continue
-        wrap_function_wrapper(cls, method, _WRAPPERS[kind])
-        _wrapped.append((cls, method))
+        _wrapped.wrap(cls, method, _WRAPPERS[kind])
 
 
 def uninstrument() -> None:
     """Restore every wrapped method."""
     _skipped.clear()
-    while _wrapped:
-        cls, method = _wrapped.pop()
-        unwrap(cls, method)
+    _wrapped.uninstrument()

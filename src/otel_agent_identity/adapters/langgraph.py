@@ -6,9 +6,9 @@ exactly once per graph run (``invoke``/``batch``/``stream_events`` -> ``stream``
 entered there is in scope for the whole call (only LangGraph's own loop runs between its steps),
 and the one stream it opens belongs to it (marked in a contextvar, consumed when opened). So each
 run gets one span and no entry point gets two. ``CompiledStateGraph`` (``StateGraph.compile()``,
-``create_react_agent``, ``langchain.agents.create_agent``) and ``@entrypoint`` graphs are ``Pregel`` subclasses. LangGraph
-emits no OTel spans, so we create ``invoke_agent {graph.name}`` (INTERNAL). ``RemoteGraph`` is not a
-``Pregel`` and is not seen.
+``create_react_agent``, ``langchain.agents.create_agent``) and ``@entrypoint`` graphs are ``Pregel``
+subclasses. LangGraph emits no OTel spans, so we create ``invoke_agent {graph.name}`` (INTERNAL).
+``RemoteGraph`` is not a ``Pregel`` and is not seen.
 
 Ids come from the run's **effective** config, the one ``Pregel.stream`` itself computes
 (``langgraph._internal._config.ensure_config(graph.config, config)``): a graph invoked in a node
@@ -55,15 +55,12 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any
 
-from opentelemetry.instrumentation.utils import unwrap
-from opentelemetry.trace import SpanKind
-from wrapt import wrap_function_wrapper
-
-from otel_agent_identity import attributes as attrs
 from otel_agent_identity._runs import RunHandler, SpanSpec, awaiting_run
+from otel_agent_identity.adapters._base import BoundedCache, Wrapped, agent_span_spec
 from otel_agent_identity.scope import current_scope
 
 NAME = "langgraph"
@@ -73,14 +70,13 @@ PROVIDER = "langgraph"
 _logger = logging.getLogger(__name__)
 #: the graph whose next stream()/astream() in this context is the one its tracked invoke opens
 _OWN_STREAM: ContextVar[Any] = ContextVar("otel_agent_identity_langgraph_own_stream", default=None)
-_wrapped: list[tuple[Any, str]] = []
+_wrapped = Wrapped()
 _ensure_config: Any = None  # langgraph._internal._config.ensure_config, imported at instrument()
 _child_config: Any = None  # langchain_core.runnables.config.var_child_runnable_config
 _COORDINATES: tuple = ()  # the configurable keys that address a checkpoint lineage (thread_id, ...)
 _not_failures: tuple = ()
 _warned: set[str] = set()
-_SPECS: dict[str, SpanSpec] = {}  # graph name -> its span: bounded (emptied when full)
-_SPECS_MAX = 256
+_SPECS = BoundedCache()  # graph name -> the span spec of its runs
 
 
 def thread_rule(graph: Any, config: Any, call: Any) -> Any | None:
@@ -190,28 +186,14 @@ def _span_spec(graph: Any) -> SpanSpec:
     """The run's span, one per graph name (a cached spec: read-only)."""
     name = getattr(graph, "name", None) or type(graph).__name__
     try:
-        return _SPECS[name]
-    except (KeyError, TypeError):  # new, or an unhashable name
-        pass
-    span_attrs = {
-        attrs.GEN_AI_OPERATION_NAME: attrs.INVOKE_AGENT,
-        attrs.GEN_AI_AGENT_NAME: str(name),
-        attrs.GEN_AI_PROVIDER_NAME: PROVIDER,
-    }
-    spec = SpanSpec(f"{attrs.INVOKE_AGENT} {name}", SpanKind.INTERNAL, span_attrs, _not_failures)
-    if type(name) is str:
-        if len(_SPECS) >= _SPECS_MAX:
-            _SPECS.clear()
-        _SPECS[name] = spec
+        spec = _SPECS.get(name)
+    except TypeError:  # an unhashable name
+        spec = None
+    if spec is None:
+        spec = agent_span_spec(str(name), PROVIDER, not_failures=_not_failures)
+        if type(name) is str:
+            _SPECS.put(name, spec)
     return spec
-
-
-def _has_override(registry: Any, graph: Any) -> bool:
-    """A registered override for the graph's type (or a registry we cannot ask: assumed)."""
-    try:
-        return registry._override_for(type(graph)) is not None
-    except AttributeError:
-        return True
 
 
 def _start(handler: RunHandler, instance: Any, args: tuple, kwargs: dict) -> Any:
@@ -222,10 +204,11 @@ def _start(handler: RunHandler, instance: Any, args: tuple, kwargs: dict) -> Any
         run_id = config.get("run_id") if type(config) is dict else None
         if run_id is not None:
             run_id = _run_id(run_id, registry.accepts)
+        rule: Callable[[Any, Any, Any], Any]
         # an extractor other than the thread rule reads the whole effective config: an override
         # registered for the graph's type, or the graph's own _get_otel_conversation_id
         if getattr(instance, "_get_otel_conversation_id", None) is not None or (
-            getattr(registry, "_by_type", True) and _has_override(registry, instance)
+            registry.has_overrides and registry.override_for(type(instance)) is not None
         ):
             session, rule = _ensure_config(instance.config, config), thread_rule
         else:
@@ -360,14 +343,8 @@ def instrument(handler: RunHandler) -> None:
         ("ainvoke", _ainvoke_wrapper),
     )
     for method, make in wrappers:
-        wrap_function_wrapper(Pregel, method, make(handler))
-        _wrapped.append((Pregel, method))
-    wrap_function_wrapper(PregelLoop, "_first", _first_wrapper)
-    _wrapped.append((PregelLoop, "_first"))
+        _wrapped.wrap(Pregel, method, make(handler))
+    _wrapped.wrap(PregelLoop, "_first", _first_wrapper)
 
 
-def uninstrument() -> None:
-    """Restore every wrapped method."""
-    while _wrapped:
-        cls, method = _wrapped.pop()
-        unwrap(cls, method)
+uninstrument = _wrapped.uninstrument

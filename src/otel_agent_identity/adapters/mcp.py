@@ -30,10 +30,9 @@ from typing import Any
 from opentelemetry import baggage as otel_baggage
 from opentelemetry import trace
 from opentelemetry.baggage.propagation import W3CBaggagePropagator
-from opentelemetry.instrumentation.utils import unwrap
-from wrapt import wrap_function_wrapper
 
 from otel_agent_identity import boundary
+from otel_agent_identity.adapters._base import Wrapped
 from otel_agent_identity.boundary import FORWARDED_KEYS, Destination
 from otel_agent_identity.scope import current_scope, suppressed
 
@@ -44,9 +43,10 @@ _logger = logging.getLogger(__name__)
 _DESTINATION: contextvars.ContextVar[Destination | None] = contextvars.ContextVar(
     "otel_agent_identity_mcp_destination", default=None
 )
+
 #: id(write stream) -> (write stream, destination), while the transport is open
 _streams: dict[int, tuple[Any, Destination]] = {}
-_wrapped: list[tuple[Any, str]] = []
+_wrapped = Wrapped()
 _aliases: list[tuple[Any, str, Any]] = []  # (module, attribute, original) patched by alias scan
 
 _DISPATCHER = "mcp.shared.jsonrpc_dispatcher"
@@ -176,18 +176,14 @@ async def _server_wrapper(wrapped, instance, args, kwargs):
 def instrument(handler: Any = None) -> None:
     """Install the guard (``handler`` is unused: the guard needs no run handler)."""
     dispatcher = importlib.import_module(_DISPATCHER)
-    wrap_function_wrapper(dispatcher, "inject_trace_context", _inject_wrapper)
-    _wrapped.append((dispatcher, "inject_trace_context"))
-    wrap_function_wrapper(dispatcher.JSONRPCDispatcher, "send_raw_request", _send_wrapper)
-    _wrapped.append((dispatcher.JSONRPCDispatcher, "send_raw_request"))
+    _wrapped.wrap(dispatcher, "inject_trace_context", _inject_wrapper)
+    _wrapped.wrap(dispatcher.JSONRPCDispatcher, "send_raw_request", _send_wrapper)
     server_otel = importlib.import_module(_SERVER_OTEL)
-    wrap_function_wrapper(server_otel.OpenTelemetryMiddleware, "__call__", _server_wrapper)
-    _wrapped.append((server_otel.OpenTelemetryMiddleware, "__call__"))
+    _wrapped.wrap(server_otel.OpenTelemetryMiddleware, "__call__", _server_wrapper)
     for module_name, name in _TRANSPORTS:
         module = importlib.import_module(module_name)
         original = getattr(module, name)
-        wrap_function_wrapper(module, name, _transport_wrapper(name))
-        _wrapped.append((module, name))
+        _wrapped.wrap(module, name, _transport_wrapper(name))
         _patch_aliases(name, original, getattr(module, name))
 
 
@@ -198,8 +194,7 @@ def instrument_agent_framework_tools(handler: Any = None) -> None:
     for cls_name in _AF_TOOLS:
         cls = getattr(af, cls_name, None)
         if cls is not None and "get_mcp_client" in vars(cls):
-            wrap_function_wrapper(cls, "get_mcp_client", _af_tool_wrapper)
-            _wrapped.append((cls, "get_mcp_client"))
+            _wrapped.wrap(cls, "get_mcp_client", _af_tool_wrapper)
 
 
 def _patch_aliases(name: str, original: Any, wrapper: Any) -> None:
@@ -216,7 +211,5 @@ def uninstrument() -> None:
     while _aliases:
         module, name, original = _aliases.pop()
         setattr(module, name, original)
-    while _wrapped:
-        owner, name = _wrapped.pop()
-        unwrap(owner, name)
+    _wrapped.uninstrument()
     _streams.clear()

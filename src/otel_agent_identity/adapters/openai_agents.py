@@ -14,7 +14,8 @@ a ``session`` is given (``SQLiteSession("conv-1")``: the caller's id; an
 ``OpenAIConversationsSession`` learns its id from the Conversations API during the first turn: the
 run adopts it as soon as the session's first ``get_items``/``add_items`` returns, and the agent
 span reads it after the run), else the ``conversation_id=`` argument (a server-managed
-conversation; a resumed ``RunState`` input keeps the one it was started with), else ``RunConfig.group_id`` when the application opts in
+conversation; a resumed ``RunState`` input keeps the one it was started with), else
+``RunConfig.group_id`` when the application opts in
 (``OTEL_INSTRUMENTATION_AGENT_IDENTITY_OPENAI_AGENTS_GROUP_ID_AS_CONVERSATION``), else none.
 ``previous_response_id`` is a response-chain pointer that changes every turn: never the
 conversation id. Execution id: the SDK has no run id, so one is made per run (or given with
@@ -41,25 +42,21 @@ import importlib
 import weakref
 from typing import Any
 
-from opentelemetry.instrumentation.utils import unwrap
-from opentelemetry.trace import SpanKind
-from wrapt import wrap_function_wrapper
-
 from otel_agent_identity import attributes as attrs
 from otel_agent_identity._runs import RunHandler, SpanSpec, awaiting_run
+from otel_agent_identity.adapters._base import BoundedCache, Wrapped, agent_span_spec
 from otel_agent_identity.scope import current_scope
 from otel_agent_identity.span_processor import set_trusted
 
 NAME = "openai_agents"
 REQUIREMENTS = ("openai-agents >= 0.24, < 0.25",)
 
-_wrapped: list[tuple[Any, str]] = []
+_wrapped = Wrapped()
 _options: dict[str, Any] = {"group_id_as_conversation": False, "run_state": None}
 #: session -> scope of the run using it, for sessions whose id the service assigns during the run
 _pending: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 #: agent name -> the span spec of its runs (see :func:`_spec_for`)
-_SPECS: dict[str, SpanSpec] = {}
-_SPECS_MAX = 256
+_SPECS = BoundedCache()
 _NO_OPTIONS: dict[str, Any] = {}
 
 
@@ -122,30 +119,16 @@ def _record_when_done(run: Any, result: Any):
     return done
 
 
-def _new_spec(name: Any) -> SpanSpec:
-    return SpanSpec(
-        f"{attrs.INVOKE_AGENT} {name}",
-        SpanKind.INTERNAL,
-        {
-            attrs.GEN_AI_OPERATION_NAME: attrs.INVOKE_AGENT,
-            attrs.GEN_AI_AGENT_NAME: str(name),
-            attrs.GEN_AI_PROVIDER_NAME: attrs.PROVIDER_OPENAI,
-        },
-    )
-
-
 def _spec_for(agent: Any) -> SpanSpec:
     """The span spec of a run of ``agent``, shared by the runs of agents with the same name (a
     read-only value: the tracer copies its attributes); keyed by the name, so a renamed or cloned
     agent gets its own."""
     name = getattr(agent, "name", None)
     if type(name) is not str or not name:
-        return _new_spec(name or type(agent).__name__)
+        return agent_span_spec(str(name or type(agent).__name__), attrs.PROVIDER_OPENAI)
     spec = _SPECS.get(name)
     if spec is None:
-        if len(_SPECS) >= _SPECS_MAX:  # names made per user or per request: stay bounded
-            _SPECS.clear()
-        spec = _SPECS[name] = _new_spec(name)
+        spec = _SPECS.put(name, agent_span_spec(name, attrs.PROVIDER_OPENAI))
     return spec
 
 
@@ -282,7 +265,7 @@ def _session_items_wrapper(wrapped, instance, args, kwargs):
 
 async def _record_items(coro, run):
     items = await coro
-    try:
+    try:  # noqa: SIM105 - per run: a try is free, contextlib.suppress is not
         run.record_resumed(len(items) > 0)
     except Exception:
         pass
@@ -296,13 +279,11 @@ def instrument(handler: RunHandler) -> None:
     _options["run_state"] = getattr(importlib.import_module("agents.run_state"), "RunState", None)
     cls = importlib.import_module("agents.run").AgentRunner
     for method, make in (("run", _run_wrapper), ("run_streamed", _streamed_wrapper)):
-        wrap_function_wrapper(cls, method, make(handler))
-        _wrapped.append((cls, method))
+        _wrapped.wrap(cls, method, make(handler))
     try:
         persistence = importlib.import_module("agents.run_internal.session_persistence")
         if getattr(persistence, "_session_get_items", None) is not None:
-            wrap_function_wrapper(persistence, "_session_get_items", _session_items_wrapper)
-            _wrapped.append((persistence, "_session_get_items"))
+            _wrapped.wrap(persistence, "_session_get_items", _session_items_wrapper)
     except ImportError:  # another SDK layout: a run with a session records no resumed
         pass
     try:
@@ -310,12 +291,7 @@ def instrument(handler: RunHandler) -> None:
     except (ImportError, AttributeError):
         return
     for method in ("get_items", "add_items"):
-        wrap_function_wrapper(session_cls, method, _session_wrapper)
-        _wrapped.append((session_cls, method))
+        _wrapped.wrap(session_cls, method, _session_wrapper)
 
 
-def uninstrument() -> None:
-    """Restore every wrapped method."""
-    while _wrapped:
-        cls, method = _wrapped.pop()
-        unwrap(cls, method)
+uninstrument = _wrapped.uninstrument

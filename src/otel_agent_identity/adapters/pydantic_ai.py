@@ -45,20 +45,16 @@ import weakref
 from typing import Any
 
 import wrapt
-from opentelemetry.instrumentation.utils import unwrap
-from opentelemetry.trace import SpanKind
-from wrapt import wrap_function_wrapper
 
-from otel_agent_identity import attributes as attrs
 from otel_agent_identity._runs import RunHandler, SpanSpec
+from otel_agent_identity.adapters._base import BoundedCache, Wrapped, agent_span_spec
 
 NAME = "pydantic_ai"
 REQUIREMENTS = ("pydantic-ai-slim >= 2.68, < 3",)
 PROVIDER = "pydantic_ai"
 
-_wrapped: list[tuple[Any, str]] = []
-_SPECS: dict[str, SpanSpec] = {}  # agent name -> the span spec of its runs (bounded: emptied when full)
-_SPECS_MAX = 256
+_wrapped = Wrapped()
+_SPECS = BoundedCache()  # agent name -> the span spec of its runs
 
 
 def conversation_rule(agent: Any, conversation_id: Any, call: Any) -> str | None:
@@ -73,17 +69,7 @@ def _spec_for(agent: Any) -> SpanSpec:
         name = "agent"  # what Pydantic AI names an unnamed agent's run
     spec = _SPECS.get(name)
     if spec is None:
-        if len(_SPECS) >= _SPECS_MAX:
-            _SPECS.clear()
-        spec = _SPECS[name] = SpanSpec(
-            f"{attrs.INVOKE_AGENT} {name}",
-            SpanKind.INTERNAL,
-            {
-                attrs.GEN_AI_OPERATION_NAME: attrs.INVOKE_AGENT,
-                attrs.GEN_AI_AGENT_NAME: name,
-                attrs.GEN_AI_PROVIDER_NAME: PROVIDER,
-            },
-        )
+        spec = _SPECS.put(name, agent_span_spec(name, PROVIDER))
     return spec
 
 
@@ -172,12 +158,7 @@ def instrument(handler: RunHandler) -> None:
     """Wrap ``pydantic_ai.agent._PreparedAgentRun.open``. Raises ImportError/AttributeError when
     this Pydantic AI has none (the instrumentor then skips the adapter with a warning)."""
     cls = importlib.import_module("pydantic_ai.agent")._PreparedAgentRun
-    wrap_function_wrapper(cls, "open", _open_wrapper(handler))
-    _wrapped.append((cls, "open"))
+    _wrapped.wrap(cls, "open", _open_wrapper(handler))
 
 
-def uninstrument() -> None:
-    """Restore the wrapped methods."""
-    while _wrapped:
-        cls, method = _wrapped.pop()
-        unwrap(cls, method)
+uninstrument = _wrapped.uninstrument

@@ -1,4 +1,4 @@
-"""Server half of the a2a-sdk adapter: one SERVER span per ``on_message_send(_stream)`` call.
+"""The A2A server side: one SERVER span per ``on_message_send(_stream)`` call.
 
 ``on_message_send(params: SendMessageRequest, context: ServerCallContext) -> Task | Message`` and
 ``on_message_send_stream(params, context) -> AsyncGenerator[event]``. The span's parent is the
@@ -10,13 +10,10 @@ allowlisted caller is the boundary guard's (``otel_agent_identity.boundary.inbou
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import weakref
 from collections.abc import Mapping
 from typing import Any
 
-import wrapt
 from opentelemetry import baggage, trace
 from opentelemetry import context as otel_context
 from opentelemetry.baggage.propagation import W3CBaggagePropagator
@@ -25,9 +22,10 @@ from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapProp
 
 from otel_agent_identity import attributes as attrs
 from otel_agent_identity import boundary, continuity, metrics
-from otel_agent_identity._errors import is_one_of, record_error
-from otel_agent_identity.adapters import _a2a_attrs as facts
-from otel_agent_identity.scope import delegation_id_of, suppressed
+from otel_agent_identity._errors import end_span
+from otel_agent_identity._streams import StreamProxy
+from otel_agent_identity.adapters.a2a import attributes as facts
+from otel_agent_identity.scope import attach_context, delegation_id_of, detach_context, suppressed
 from otel_agent_identity.span_processor import set_ids
 
 _logger = logging.getLogger(__name__)
@@ -86,11 +84,7 @@ def start_server_span(tracer: trace.Tracer, handler: Any, params: Any, call_cont
     """Start the SERVER span of one A2A request; returns ``(span, context with the span)``."""
     headers = _headers(call_context)
     parent = _parent(headers)
-    span_attrs: dict[str, Any] = {attrs.A2A_METHOD_NAME: facts.method_name(streaming)}
-    span_attrs.update(facts.message_attributes(getattr(params, "message", None)))
-    tenant = getattr(params, "tenant", None)
-    if isinstance(tenant, str) and tenant:
-        span_attrs[attrs.A2A_TENANT] = tenant
+    span_attrs = facts.request_attributes(params, streaming=streaming)
     version = headers.get("a2a-version")
     if version:
         span_attrs[attrs.A2A_PROTOCOL_VERSION] = version
@@ -111,7 +105,7 @@ def _served_delegation(span: Any, message: Any, agent: str | None, ctx: Any) -> 
     ``agent_identity.delegation.redelivered`` and counts ``agent_identity.delegation.duplicate_deliveries``;
     returns ``ctx`` carrying the key, so the run that executes it can tell a duplicate execution
     (:func:`otel_agent_identity.continuity.note_execution`)."""
-    forwarded = (getattr(span, "attributes", None) or {}).get(attrs.UPSTREAM_DELEGATION_ID)
+    forwarded = facts.span_attribute(span, attrs.UPSTREAM_DELEGATION_ID)
     message_id = getattr(message, "message_id", None)
     key = (
         forwarded
@@ -141,29 +135,47 @@ def observe(span: Any, event: Any, requested: str | None = None, ctx: Any = None
             set_ids(span, {attrs.GEN_AI_CONVERSATION_ID: seen["context_id"]})
             if facts.mark_changed(span, requested, seen["context_id"]):
                 metrics.count(
-                    metrics.CONVERSATION_CHANGES, agent=_span_agent(span), framework="a2a", reason=metrics.REASON_SERVED
+                    metrics.CONVERSATION_CHANGES,
+                    agent=facts.span_attribute(span, attrs.GEN_AI_AGENT_NAME),
+                    framework="a2a",
+                    reason=metrics.REASON_SERVED,
                 )
     except Exception:
         _logger.debug("otel-agent-identity: could not read an a2a server event", exc_info=True)
 
 
-def _span_agent(span: Any) -> str | None:
-    return (getattr(span, "attributes", None) or {}).get(attrs.GEN_AI_AGENT_NAME)
+class Request:
+    """One served request, the owner (:mod:`otel_agent_identity._streams`) of its handler's result:
+    its SERVER ``span`` and the OpenTelemetry ``ctx`` with that span; :meth:`finish` ends the span once."""
 
+    __slots__ = ("ctx", "done", "requested", "span")
 
-def end(span: Any, error: BaseException | None = None) -> None:
-    """End the SERVER span, with ERROR status and ``error.type`` when ``error`` (the handler's own
-    exception, which the caller re-raises) is a failure. Never raises."""
-    if error is not None and not is_one_of(error, (GeneratorExit, asyncio.CancelledError)):
-        record_error(span, error)
-    try:
-        span.end()
-    except Exception:
-        _logger.debug("otel-agent-identity: ending an a2a server span failed", exc_info=True)
+    def __init__(self, span: Any, ctx: Any, requested: str | None) -> None:
+        self.span, self.ctx, self.requested, self.done = span, ctx, requested, False
+
+    def enter(self) -> Any:
+        return attach_context(self.ctx)
+
+    def exit(self, token: Any) -> None:
+        detach_context(token)
+
+    def finish(self, result: Any = None, error: BaseException | None = None) -> None:
+        """End the SERVER span (once), with ERROR status and ``error.type`` when ``error`` (the
+        handler's own exception, which the caller re-raises) is a failure. Never raises."""
+        if not self.done:
+            self.done = True
+            end_span(self.span, error)
+
+    def observe(self, event: Any) -> None:
+        observe(self.span, event, self.requested, self.ctx)
 
 
 def server_wrapper(tracer: trace.Tracer, streaming: bool):
-    """Wrapper of ``on_message_send`` (``streaming=False``) or ``on_message_send_stream``."""
+    """Wrapper of ``on_message_send`` (``streaming=False``) or ``on_message_send_stream``: the
+    handler's result (a coroutine, an event stream) runs in the SERVER span's context (the executor
+    is scheduled during the first pull and captures it). The span ends with it: returned, failed,
+    cancelled, exhausted, closed, or dropped unfinished (a client that abandons an SSE response:
+    the route's generators are closed, never this stream, which is then collected)."""
 
     def wrapper(wrapped, instance, args, kwargs):
         if suppressed():  # suppress_instrumentation: no span of ours
@@ -172,82 +184,34 @@ def server_wrapper(tracer: trace.Tracer, streaming: bool):
             params = args[0] if args else kwargs.get("params")
             call_context = args[1] if len(args) > 1 else kwargs.get("context")
             span, ctx = start_server_span(tracer, instance, params, call_context, streaming)
-            requested = facts.requested_context(getattr(params, "message", None))
+            request = Request(span, ctx, facts.requested_context(getattr(params, "message", None)))
         except Exception:
             _logger.debug("otel-agent-identity: a2a server span failed", exc_info=True)
             return wrapped(*args, **kwargs)
         if streaming:
-            token = otel_context.attach(ctx)
+            token = request.enter()
             try:
                 stream = wrapped(*args, **kwargs)
             except BaseException as exc:
-                end(span, exc)
+                request.finish(error=exc)
                 raise
             finally:
-                otel_context.detach(token)
-            return ServerStream(stream, span, ctx, requested)
-        return _send(wrapped, args, kwargs, span, ctx, requested)
+                request.exit(token)
+            return StreamProxy(stream, request, request.observe)
+        return _send(wrapped, args, kwargs, request)
 
     return wrapper
 
 
-async def _send(wrapped, args, kwargs, span, ctx, requested):
-    token = otel_context.attach(ctx)
+async def _send(wrapped, args, kwargs, request: Request):
+    token = request.enter()
     try:
         result = await wrapped(*args, **kwargs)
     except BaseException as exc:
-        end(span, exc)
+        request.finish(error=exc)
         raise
     finally:
-        otel_context.detach(token)
-    observe(span, result, requested, ctx)
-    end(span)
+        request.exit(token)
+    request.observe(result)
+    request.finish()
     return result
-
-
-class ServerStream(wrapt.ObjectProxy):
-    """The handler's event stream; every pull runs in the SERVER span's context (the executor is
-    scheduled during the first pull and captures it). The span ends with the stream: exhausted,
-    failed, cancelled, closed, or dropped unfinished (a client that abandons an SSE response:
-    the route's generators are closed, never this stream, which is then collected)."""
-
-    def __init__(self, wrapped: Any, span: Any, ctx: Any, requested: str | None = None) -> None:
-        super().__init__(wrapped)
-        self._self_span = span
-        self._self_ctx = ctx
-        self._self_requested = requested
-        self._self_done = [False]  # shared with the finaliser
-        weakref.finalize(self, _end_once, self._self_done, span)
-
-    def __aiter__(self):
-        return self
-
-    def _finish(self, error: BaseException | None = None) -> None:
-        _end_once(self._self_done, self._self_span, error)
-
-    async def __anext__(self):
-        token = otel_context.attach(self._self_ctx)
-        try:
-            event = await self.__wrapped__.__anext__()
-        except StopAsyncIteration:
-            self._finish()
-            raise
-        except BaseException as exc:
-            self._finish(exc)
-            raise
-        finally:
-            otel_context.detach(token)
-        observe(self._self_span, event, self._self_requested, self._self_ctx)
-        return event
-
-    async def aclose(self):
-        try:
-            await self.__wrapped__.aclose()
-        finally:
-            self._finish()
-
-
-def _end_once(done: list, span: Any, error: BaseException | None = None) -> None:
-    if not done[0]:
-        done[0] = True
-        end(span, error)

@@ -18,6 +18,7 @@ from opentelemetry.semconv.attributes.error_attributes import ERROR_TYPE
 from opentelemetry.trace import Status, StatusCode
 
 from otel_agent_identity import attributes as attrs
+from otel_agent_identity.span_processor import attributes_of
 
 SEND_MESSAGE = "SendMessage"
 SEND_STREAMING_MESSAGE = "SendStreamingMessage"
@@ -25,6 +26,14 @@ SEND_STREAMING_MESSAGE = "SendStreamingMessage"
 
 def _str(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
+
+
+def span_attribute(span: Any, key: str) -> Any:
+    """The value of attribute ``key`` on ``span`` (any span: None when it has none or no attributes)."""
+    try:
+        return attributes_of(span).get(key)
+    except Exception:  # a non-recording span has no attributes
+        return None
 
 
 def method_name(streaming: bool) -> str:
@@ -67,7 +76,8 @@ def message_attributes(message: Any) -> dict[str, Any]:
 
 
 def request_attributes(request: Any, client: Any = None, *, streaming: bool = False) -> dict[str, Any]:
-    """Client-side attributes of a ``SendMessageRequest`` (and the ``BaseClient`` sending it)."""
+    """Attributes of a ``SendMessageRequest`` (either side: the method, the message's ids, the
+    tenant) and, client side, of the ``BaseClient`` sending it (its endpoint)."""
     out: dict[str, Any] = {attrs.A2A_METHOD_NAME: method_name(streaming)}
     out.update(message_attributes(getattr(request, "message", None)))
     tenant = _str(getattr(request, "tenant", None))
@@ -85,7 +95,7 @@ def transport_url(client: Any) -> str | None:
 
 def _endpoint_attributes(client: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    url = _str(getattr(getattr(client, "_transport", None), "url", None))
+    url = transport_url(client)
     interfaces = getattr(getattr(client, "_card", None), "supported_interfaces", None) or ()
     for interface in interfaces:
         if url is None or getattr(interface, "url", None) == url:
@@ -161,7 +171,7 @@ def mark_changed(span: Any, requested: str | None, answered: str | None) -> bool
     differs from the non-empty requested one (a callee that answered in another context).
     Returns True when this call marked it (False when it was marked already or is not a change)."""
     if requested and answered and answered != requested and span.is_recording():
-        before = (getattr(span, "attributes", None) or {}).get(attrs.CONVERSATION_CHANGED)
+        before = span_attribute(span, attrs.CONVERSATION_CHANGED)
         span.set_attribute(attrs.CONVERSATION_CHANGED, True)
         return before is not True
     return False
