@@ -13,7 +13,7 @@ throughput test varies by ±4 points between runs on a shared machine). The coll
 without cgo (valgrind aborts on a cgo Go binary) and runs with ``GODEBUG=asyncpreemptoff=1``
 (valgrind mishandles the preemption signal); callgrind still aborts now and then on a signal
 (``vgCallgrind_post_signal`` assertion, in the collector's log): run again. Valgrind slows the
-collectors ~50×: a trace whose spans reach groupbytrace more than ``wait_duration`` (1 s) apart is
+collectors ~50x: a trace whose spans reach groupbytrace more than ``wait_duration`` (1 s) apart is
 judged as two fragments (printed), and the background work in the window grows with wall time, so
 the "without" count per span varies by a few percent between runs on a loaded machine.
 """
@@ -27,7 +27,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -62,7 +61,7 @@ def main() -> None:
     wrapper.chmod(0o755)
     cs.COLLECTOR = str(wrapper)
     wait_for = cs.wait_for
-    cs.wait_for = lambda check, timeout=30.0, what="": wait_for(check, timeout * 30, what)  # 50× slower
+    cs.wait_for = lambda check, timeout=30.0, what="": wait_for(check, timeout * 30, what)  # 50x slower
 
     config, overlays, without = PIPELINES[args.pipeline]
     requests, spans = rs.agent_requests(args.traces)
@@ -85,7 +84,7 @@ def main() -> None:
 
             wait_for(sent, 1800, f"{k}: every span written")
         instr = {}
-        for k, c in cols.items():
+        for c in cols.values():
             subprocess.run(["callgrind_control", "-d", str(c.proc.pid)], check=True, capture_output=True)
         for k, c in cols.items():
             dump = sorted(glob.glob(f"{work}/callgrind.{c.proc.pid}.out.*"))[-1]
