@@ -21,6 +21,11 @@ from otel_agent_identity import attributes as attrs
 from otel_agent_identity._runs import SpanSpec
 
 
+def nonempty_str(value: Any) -> str | None:
+    """``value`` if it is a non-empty ``str``, else None (framework and protocol fields read as names)."""
+    return value if isinstance(value, str) and value else None
+
+
 class Wrapped:
     """The ``(owner, attribute name)`` pairs one adapter wrapped, newest last.
 

@@ -41,7 +41,7 @@ from opentelemetry.trace import SpanKind
 
 from otel_agent_identity import attributes as attrs
 from otel_agent_identity._runs import RunHandler, SpanSpec
-from otel_agent_identity.adapters._base import Wrapped, agent_span_spec
+from otel_agent_identity.adapters._base import Wrapped, agent_span_spec, nonempty_str
 from otel_agent_identity.scope import current_scope, new_delegation_id
 from otel_agent_identity.span_processor import attributes_of, replace_ending, set_trusted
 
@@ -190,17 +190,15 @@ def _load_history_types() -> None:
 _FRAMEWORK_PROVIDER = "microsoft.agent_framework"  # what the framework's own invoke_agent spans say
 
 
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
-
-
 def _span_spec(agent: Any, kind: str) -> SpanSpec:
     """The span we create: ``invoke_agent {name}`` (CLIENT for an ``A2AAgent``), or
     ``invoke_workflow {name}`` for a ``WorkflowAgent``, with the GenAI semconv attributes."""
-    name = _str(getattr(agent, "name", None)) or _str(getattr(agent, "id", None)) or type(agent).__name__
+    name = (
+        nonempty_str(getattr(agent, "name", None)) or nonempty_str(getattr(agent, "id", None)) or type(agent).__name__
+    )
     provider = (
-        _str(getattr(agent, "otel_provider_name", None))
-        or _str(getattr(type(agent), "AGENT_PROVIDER_NAME", None))
+        nonempty_str(getattr(agent, "otel_provider_name", None))
+        or nonempty_str(getattr(type(agent), "AGENT_PROVIDER_NAME", None))
         or _FRAMEWORK_PROVIDER
     )
     extra: dict[str, Any] = {}
@@ -208,11 +206,11 @@ def _span_spec(agent: Any, kind: str) -> SpanSpec:
         (attrs.GEN_AI_AGENT_ID, getattr(agent, "id", None)),
         (attrs.GEN_AI_AGENT_DESCRIPTION, getattr(agent, "description", None)),
     ):
-        if _str(value):
+        if nonempty_str(value):
             extra[key] = value
     if kind == "workflow":
         workflow = getattr(agent, "workflow", None)
-        extra[attrs.GEN_AI_WORKFLOW_NAME] = _str(getattr(workflow, "name", None)) or name
+        extra[attrs.GEN_AI_WORKFLOW_NAME] = nonempty_str(getattr(workflow, "name", None)) or name
     if kind == "a2a":
         version = _a2a_protocol_version(agent)
         if version:
@@ -238,7 +236,7 @@ def _a2a_protocol_version(agent: Any) -> str | None:
         return "0.3"
     url = getattr(transport, "url", None)
     for interface in getattr(getattr(client, "_card", None), "supported_interfaces", None) or ():
-        if getattr(interface, "url", None) == url and _str(getattr(interface, "protocol_version", None)):
+        if getattr(interface, "url", None) == url and nonempty_str(getattr(interface, "protocol_version", None)):
             return interface.protocol_version
     try:
         from a2a.utils.constants import PROTOCOL_VERSION_CURRENT

@@ -18,14 +18,11 @@ from opentelemetry.semconv.attributes.error_attributes import ERROR_TYPE
 from opentelemetry.trace import Status, StatusCode
 
 from otel_agent_identity import attributes as attrs
+from otel_agent_identity.adapters._base import nonempty_str
 from otel_agent_identity.span_processor import attributes_of
 
 SEND_MESSAGE = "SendMessage"
 SEND_STREAMING_MESSAGE = "SendStreamingMessage"
-
-
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
 
 
 def span_attribute(span: Any, key: str) -> Any:
@@ -51,7 +48,7 @@ def client_streams(client: Any) -> bool:
 
 def card_name(client: Any) -> str | None:
     """The target Agent Card's ``name`` (str) or None."""
-    return _str(getattr(getattr(client, "_card", None), "name", None))
+    return nonempty_str(getattr(getattr(client, "_card", None), "name", None))
 
 
 def message_attributes(message: Any) -> dict[str, Any]:
@@ -64,12 +61,12 @@ def message_attributes(message: Any) -> dict[str, Any]:
         (attrs.A2A_TASK_ID, "task_id"),
         (attrs.GEN_AI_CONVERSATION_ID, "context_id"),
     ):
-        value = _str(getattr(message, field, None))
+        value = nonempty_str(getattr(message, field, None))
         if value:
             out[key] = value
     if attrs.GEN_AI_CONVERSATION_ID in out:
         out[attrs.CONVERSATION_REQUESTED_ID] = out[attrs.GEN_AI_CONVERSATION_ID]
-    refs = [r for r in (getattr(message, "reference_task_ids", None) or ()) if _str(r)]
+    refs = [r for r in (getattr(message, "reference_task_ids", None) or ()) if nonempty_str(r)]
     if refs:
         out[attrs.A2A_MESSAGE_REFERENCE_TASK_IDS] = refs
     return out
@@ -80,7 +77,7 @@ def request_attributes(request: Any, client: Any = None, *, streaming: bool = Fa
     tenant) and, client side, of the ``BaseClient`` sending it (its endpoint)."""
     out: dict[str, Any] = {attrs.A2A_METHOD_NAME: method_name(streaming)}
     out.update(message_attributes(getattr(request, "message", None)))
-    tenant = _str(getattr(request, "tenant", None))
+    tenant = nonempty_str(getattr(request, "tenant", None))
     if tenant:
         out[attrs.A2A_TENANT] = tenant
     if client is not None:
@@ -90,7 +87,7 @@ def request_attributes(request: Any, client: Any = None, *, streaming: bool = Fa
 
 def transport_url(client: Any) -> str | None:
     """The URL (str) a ``BaseClient`` sends to, or None."""
-    return _str(getattr(getattr(client, "_transport", None), "url", None))
+    return nonempty_str(getattr(getattr(client, "_transport", None), "url", None))
 
 
 def _endpoint_attributes(client: Any) -> dict[str, Any]:
@@ -99,8 +96,8 @@ def _endpoint_attributes(client: Any) -> dict[str, Any]:
     interfaces = getattr(getattr(client, "_card", None), "supported_interfaces", None) or ()
     for interface in interfaces:
         if url is None or getattr(interface, "url", None) == url:
-            url = url or _str(getattr(interface, "url", None))
-            version = _str(getattr(interface, "protocol_version", None))
+            url = url or nonempty_str(getattr(interface, "url", None))
+            version = nonempty_str(getattr(interface, "protocol_version", None))
             if version:
                 out[attrs.A2A_PROTOCOL_VERSION] = version
             break
@@ -129,12 +126,12 @@ def event_facts(item: Any) -> dict[str, Any]:
         if kind:
             payload = getattr(item, kind)
     out: dict[str, Any] = {}
-    context_id = _str(getattr(payload, "context_id", None))
+    context_id = nonempty_str(getattr(payload, "context_id", None))
     if context_id:
         out["context_id"] = context_id
-    task_id = _str(getattr(payload, "task_id", None))
+    task_id = nonempty_str(getattr(payload, "task_id", None))
     if task_id is None and hasattr(payload, "status"):  # a Task: its id is the task id
-        task_id = _str(getattr(payload, "id", None))
+        task_id = nonempty_str(getattr(payload, "id", None))
     if task_id:
         out["task_id"] = task_id
     state = getattr(getattr(payload, "status", None), "state", None)
@@ -163,7 +160,7 @@ def mark_failed_task(span: Any, observed: dict[str, Any]) -> None:
 
 def requested_context(message: Any) -> str | None:
     """The ``context_id`` (str) a request ``Message`` asked to continue, None on a first turn."""
-    return _str(getattr(message, "context_id", None))
+    return nonempty_str(getattr(message, "context_id", None))
 
 
 def mark_changed(span: Any, requested: str | None, answered: str | None) -> bool:
