@@ -100,7 +100,24 @@ def start_collector(
 ) -> Collector:
     """Start the collector with ``collector-config/<config>`` (then each of ``extra_configs``, merged
     over it) on free loopback ports, or on ``ports`` (a restart: ``restart_collector``);
-    ``env`` overrides its environment (e.g. ``GROUPBYTRACE_WAIT``, default 1s)."""
+    ``env`` overrides its environment (e.g. ``GROUPBYTRACE_WAIT``, default 1s). Returns once its
+    pipelines run (health_check answers 200, where the config has one; else its telemetry
+    endpoint). A free port taken by another process before the collector bound it: started again
+    on new ports (at most 3 times)."""
+    for attempt in range(3):
+        try:
+            return _start_collector(config, workdir, name, ports, extra_configs, env)
+        except PortTaken:
+            if ports is not None or attempt == 2:
+                raise
+    raise AssertionError("unreachable")
+
+
+class PortTaken(RuntimeError):
+    """The collector exited at start: a port chosen for it was taken in between."""
+
+
+def _start_collector(config, workdir, name, ports, extra_configs, env) -> Collector:
     workdir.mkdir(parents=True, exist_ok=True)
     ports = dict(
         ports
@@ -125,6 +142,7 @@ def start_collector(
     args = [COLLECTOR]
     for path in (config, *extra_configs):
         args += ["--config", str(CONFIGS / path)]
+    has_health = any("health_check" in (CONFIGS / path).read_text() for path in (config, *extra_configs))
     with open(log, "ab") as out:  # appended across restarts
         proc = subprocess.Popen(args, env=full_env, stdout=out, stderr=subprocess.STDOUT)
     col = Collector(
@@ -138,11 +156,15 @@ def start_collector(
 
         def ready() -> bool:
             col.check_alive()
+            if has_health:  # the telemetry endpoint is up before the receivers
+                return http_get(f"http://127.0.0.1:{col.health_port}/") is not None
             return bool(col.metrics())
 
-        wait_for(ready, 30, f"{name} telemetry endpoint")
-    except Exception:
+        wait_for(ready, 60, f"{name} pipelines running")
+    except Exception as exc:
         col.stop()
+        if "address already in use" in log.read_text(errors="replace"):
+            raise PortTaken(str(exc)) from exc
         raise
     return col
 

@@ -250,22 +250,6 @@ def agent_requests(traces: int, per_request: int = 50) -> tuple[list[bytes], int
     return requests, spans
 
 
-def wait_healthy(col: cs.Collector, timeout: float = 60) -> None:
-    """Wait, bounded, until ``col``'s health_check answers 200: its pipelines run, receivers included
-    (its telemetry endpoint, which start_collector waits for, is up before them)."""
-    import urllib.error
-    import urllib.request
-
-    def healthy() -> bool:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{col.health_port}/", timeout=2) as resp:
-                return resp.status == 200
-        except (urllib.error.URLError, OSError):
-            return False
-
-    cs.wait_for(healthy, timeout, "health_check ready (pipelines started)")
-
-
 def replay(endpoints: list[str], requests: list[bytes], timeout: float = 120) -> None:
     """POST each request to every endpoint in turn (OTLP/HTTP protobuf, one keep-alive connection
     each), so the collectors receive the same load side by side; a 503 (memory_limiter) is retried."""

@@ -127,8 +127,6 @@ def test_throughput_with_and_without_agentidentity(tmp_path, pipeline):
         "without": cs.start_collector(config, tmp_path, name="without", extra_configs=(*overlays, without), **env),
     }
     try:
-        for c in cols.values():
-            rs.wait_healthy(c)
         cpu0 = {k: _cpu_seconds(c.proc.pid) for k, c in cols.items()}
         rs.replay([c.endpoint for c in cols.values()], requests)
 
