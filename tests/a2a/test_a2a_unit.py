@@ -286,3 +286,33 @@ async def test_server_error_that_cannot_be_formatted_reaches_the_caller(instrume
     assert raised.value is error and raised.traceback
     (span,) = exporter.get_finished_spans()
     assert_error_span(span)
+
+
+@pytest.mark.parametrize("bad", ["x" * 5000, "a\nb", "\x00"], ids=["5000 chars", "newline", "NUL"])
+async def test_a_peers_bad_ids_never_reach_a_span(instrumentor, exporter, bad, caplog, monkeypatch):
+    """A2A ids come from the remote peer: a contextId, message id or task id that is not a printable
+    str within max_id_length (the extractors' rule) is left off every span, with a warning; the
+    request is still served, and a good id beside it is kept."""
+    monkeypatch.setattr(facts, "_warned", set())  # one warning per field and process
+    task = Task(id=bad, context_id=bad, status=TaskStatus(state=TaskState.TASK_STATE_COMPLETED))
+
+    async def on_send(params, ctx):
+        with trace.get_tracer("app").start_as_current_span("inside"):
+            return task
+
+    request = _request(message_id=bad, context_id=bad)
+    with caplog.at_level("WARNING", logger="otel_agent_identity"):
+        assert (
+            await server_wrapper(trace.get_tracer("t"), False)(on_send, None, (request, _call_context(TRACEPARENT)), {})
+            is task
+        )
+    client, _transport = _client()
+    await _send(client, _request(message_id="m-ok", context_id=bad))
+    spans = exporter.get_finished_spans()
+    assert {s.name for s in spans} >= {"SendMessage", "inside", "invoke_agent stub"}
+    for span in spans:
+        for key, value in span.attributes.items():
+            assert bad not in (value if isinstance(value, tuple) else (value,)), (span.name, key)
+    (client_span,) = [s for s in spans if s.name == "invoke_agent stub"]
+    assert client_span.attributes["a2a.message.id"] == "m-ok"
+    assert "an A2A context_id was" in caplog.text

@@ -11,6 +11,7 @@ context the server answered in; ``Message.task_id`` / ``Task.id`` / ``*UpdateEve
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -19,7 +20,11 @@ from opentelemetry.trace import Status, StatusCode
 
 from otel_agent_identity import attributes as attrs
 from otel_agent_identity.adapters._base import nonempty_str
+from otel_agent_identity.extractors import registry
 from otel_agent_identity.span_processor import attributes_of
+
+_logger = logging.getLogger(__name__)
+_warned: set[str] = set()
 
 SEND_MESSAGE = "SendMessage"
 SEND_STREAMING_MESSAGE = "SendStreamingMessage"
@@ -46,6 +51,22 @@ def client_streams(client: Any) -> bool:
     return bool(getattr(config, "streaming", False) and getattr(caps, "streaming", False))
 
 
+def protocol_id(value: Any, field: str) -> str | None:
+    """``value`` if it is an acceptable id (a non-empty printable str of at most ``max_id_length``
+    characters: the same rule as extractors' ids), else None, with one warning per ``field``. A2A
+    ids (``context_id``, ``message_id``, ``task_id``) come from the remote peer: never trusted onto
+    spans as they are."""
+    if value is None or value == "":
+        return None
+    problem = registry.problem(value, remember=False)
+    if problem is None:
+        return value if type(value) is str else str.__str__(value)
+    if field not in _warned:
+        _warned.add(field)
+        _logger.warning("otel-agent-identity: an A2A %s was %s; left off the spans", field, problem)
+    return None
+
+
 def card_name(client: Any) -> str | None:
     """The target Agent Card's ``name`` (str) or None."""
     return nonempty_str(getattr(getattr(client, "_card", None), "name", None))
@@ -61,12 +82,12 @@ def message_attributes(message: Any) -> dict[str, Any]:
         (attrs.A2A_TASK_ID, "task_id"),
         (attrs.GEN_AI_CONVERSATION_ID, "context_id"),
     ):
-        value = nonempty_str(getattr(message, field, None))
+        value = protocol_id(getattr(message, field, None), field)
         if value:
             out[key] = value
     if attrs.GEN_AI_CONVERSATION_ID in out:
         out[attrs.CONVERSATION_REQUESTED_ID] = out[attrs.GEN_AI_CONVERSATION_ID]
-    refs = [r for r in (getattr(message, "reference_task_ids", None) or ()) if nonempty_str(r)]
+    refs = [r for r in (getattr(message, "reference_task_ids", None) or ()) if protocol_id(r, "reference_task_id")]
     if refs:
         out[attrs.A2A_MESSAGE_REFERENCE_TASK_IDS] = refs
     return out
@@ -77,7 +98,7 @@ def request_attributes(request: Any, client: Any = None, *, streaming: bool = Fa
     tenant) and, client side, of the ``BaseClient`` sending it (its endpoint)."""
     out: dict[str, Any] = {attrs.A2A_METHOD_NAME: method_name(streaming)}
     out.update(message_attributes(getattr(request, "message", None)))
-    tenant = nonempty_str(getattr(request, "tenant", None))
+    tenant = protocol_id(getattr(request, "tenant", None), "tenant")
     if tenant:
         out[attrs.A2A_TENANT] = tenant
     if client is not None:
@@ -126,12 +147,12 @@ def event_facts(item: Any) -> dict[str, Any]:
         if kind:
             payload = getattr(item, kind)
     out: dict[str, Any] = {}
-    context_id = nonempty_str(getattr(payload, "context_id", None))
+    context_id = protocol_id(getattr(payload, "context_id", None), "context_id")
     if context_id:
         out["context_id"] = context_id
-    task_id = nonempty_str(getattr(payload, "task_id", None))
+    task_id = protocol_id(getattr(payload, "task_id", None), "task_id")
     if task_id is None and hasattr(payload, "status"):  # a Task: its id is the task id
-        task_id = nonempty_str(getattr(payload, "id", None))
+        task_id = protocol_id(getattr(payload, "id", None), "task_id")
     if task_id:
         out["task_id"] = task_id
     state = getattr(getattr(payload, "status", None), "state", None)
@@ -160,7 +181,7 @@ def mark_failed_task(span: Any, observed: dict[str, Any]) -> None:
 
 def requested_context(message: Any) -> str | None:
     """The ``context_id`` (str) a request ``Message`` asked to continue, None on a first turn."""
-    return nonempty_str(getattr(message, "context_id", None))
+    return protocol_id(getattr(message, "context_id", None), "context_id")
 
 
 def mark_changed(span: Any, requested: str | None, answered: str | None) -> bool:
