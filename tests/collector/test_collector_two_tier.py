@@ -24,7 +24,9 @@ def test_one_trace_reaches_one_tier2_instance(tmp_path):
     tier1 = None
     try:
         for name in ("tier2-a", "tier2-b"):
-            tier2.append(cs.start_collector("tier2-identity.yaml", tmp_path, name=name))
+            # the shipped wait (5 s): each trace's halves come from two Python processes, which a
+            # loaded machine can start more than the tests' usual 1 s apart
+            tier2.append(cs.start_collector("tier2-identity.yaml", tmp_path, name=name, GROUPBYTRACE_WAIT="5s"))
         endpoints = ", ".join(f"127.0.0.1:{c.otlp_grpc}" for c in tier2)
         tier1 = cs.start_collector("tier1-loadbalancer.yaml", tmp_path, name="tier1", TIER2_ENDPOINTS=f"[{endpoints}]")
         expected = {}
