@@ -559,22 +559,21 @@ def theirs(span: Any, key: str, ours: Any = None) -> bool:
     writes are ours), so its value is theirs: a run's end must not write ours over it. False when
     the span lacks the key. Without the notes (feature ``writes``), a value the span has that is not
     ``ours`` (the value we last wrote, or None) is theirs."""
-    try:
-        store = span._attributes
-        plain = store._dict
-        if key not in plain:
-            return False
-        if not WRITES:
-            return plain[key] != ours
-        rec = getattr(store, _REC, None)
-        if rec is None:  # nobody else wrote one of our keys
-            return False
-        if type(rec) is frozenset:
-            return key in rec
-        return key not in (rec[0] if type(rec) is tuple else rec.attributes)
-    except Exception:  # not an SDK span, or no store
-        value = (getattr(span, "attributes", None) or {}).get(key)
-        return value is not None and value != ours
+    if WRITES:
+        try:
+            store = span._attributes
+            if key not in store._dict:
+                return False
+            rec = getattr(store, _REC, None)
+            if rec is None:  # nobody else wrote one of our keys
+                return False
+            if type(rec) is frozenset:
+                return key in rec
+            return key not in (rec[0] if type(rec) is tuple else rec.attributes)
+        except AttributeError:  # not an SDK span
+            pass
+    value = attributes_of(span).get(key)
+    return value is not None and value != ours
 
 
 def recorded(span: Any) -> bool:
