@@ -46,7 +46,7 @@ from otel_agent_identity.scope import (
     suppressed,
     with_value,
 )
-from otel_agent_identity.span_processor import IdentitySpanProcessor, attributes_of, set_trusted
+from otel_agent_identity.span_processor import IdentitySpanProcessor, attributes_of, set_trusted, theirs
 
 _logger = logging.getLogger(__name__)
 _PROCESSORS: weakref.WeakKeyDictionary[Any, IdentitySpanProcessor] = weakref.WeakKeyDictionary()
@@ -344,8 +344,13 @@ class Run(Shapes):
         effective = scope.conversation_id
         if post == pre and (effective is None if pre is None else pre[0] == effective):
             # the common turn: the same answer before and after, nothing learnt: the first attributes stand,
-            # unless the framework set its own value on its span since
-            if effective is not None and attributes_of(span).get(attrs.GEN_AI_CONVERSATION_ID) != effective:
+            # unless the framework set its own value on its span since (on a span of ours, the
+            # application's value stands: _theirs)
+            if (
+                effective is not None
+                and attributes_of(span).get(attrs.GEN_AI_CONVERSATION_ID) != effective
+                and not self._theirs(span)
+            ):
                 set_trusted(span, {attrs.GEN_AI_CONVERSATION_ID: effective})
         else:
             effective = self._finish_changed(span, pre, post)
@@ -355,12 +360,25 @@ class Run(Shapes):
         elif scope.parent_conversation_id:
             signals.check_parent(span, scope, effective, self._own_story, self._agent, self._call.framework)
 
+    def _theirs(self, span) -> bool:
+        """Whether the application wrote its own ``gen_ai.conversation.id`` on the run's span since
+        we last did, on a span we made (``SpanSpec``: LangGraph, OpenAI Agents, Agno, Pydantic AI
+        without its native spans): its value wins, the run's end keeps it (the run's own id still
+        drives the hop checks and the spans inside the run). A framework's own span (claimed) gets
+        the run's id over the framework's value."""
+        if self._spec is None:
+            return False
+        pre = self._pre
+        return theirs(span, attrs.GEN_AI_CONVERSATION_ID, None if pre is None else pre[0])
+
     def _finish_changed(self, span, pre, post) -> str | None:
         """The post-run id differs from the run's: a continuity break, an id learnt during the run,
         or a fallback replaced. Returns the agent span's conversation id."""
         out = run_conversation_attributes(pre, post, self.scope.conversation_id)
         current = attributes_of(span)
         changed = {k: v for k, v in out.items() if current.get(k) != v}
+        if attrs.GEN_AI_CONVERSATION_ID in changed and self._theirs(span):
+            del changed[attrs.GEN_AI_CONVERSATION_ID]
         if changed:
             set_trusted(span, changed)
         effective = out.get(attrs.GEN_AI_CONVERSATION_ID)

@@ -107,6 +107,9 @@ def test_the_caller_alone_sees_a_callee_answering_elsewhere(run):
             assert client.get("agent_identity.conversation.requested_id") == rec["requested"], rec
             if caller == "a2a_agent" and changed:
                 assert "differs" in rec["error"]  # A2AAgent itself refuses the answer
+                assert hop.attributes["agent_identity.hop.result"] == "context_changed", rec
+            # the caller received every answer (A2AAgent raised only after it): no response was lost
+            assert "agent_identity.hop.response_lost" not in hop.attributes, rec
 
 
 def test_metrics_count_flagged_hops_by_reason(run):
@@ -121,6 +124,7 @@ def test_metrics_count_flagged_hops_by_reason(run):
         == 2 * per_caller
     )
     assert h.metric_sum(samples, "agent_identity_mismatches") == 4 * per_caller
+    assert h.metric_sum(samples, "agent_identity_lost_responses") == 0  # every send got its answer
     assert h.metric_sum(samples, "agent_identity_hops", result="first_turn") == 2 * len(SHAPES)
 
 
