@@ -17,7 +17,12 @@ EXAMPLES = HERE.parent.parent / "examples"
 #: a2a-sdk's HTTP dispatcher spans of a send (``handle_requests`` / the REST endpoint and what it
 #: calls before the request handler), per (binding, streaming)
 DISPATCHER = {
-    ("JSONRPC", False): {"handle_requests", "_process_non_streaming_request", "_handle_send_message", "_create_response"},
+    ("JSONRPC", False): {
+        "handle_requests",
+        "_process_non_streaming_request",
+        "_handle_send_message",
+        "_create_response",
+    },
     ("JSONRPC", True): {"handle_requests", "_process_streaming_request", "_create_response"},
     ("HTTP+JSON", False): {"on_message_send", "_handle_non_streaming", "_build_call_context"},
     ("HTTP+JSON", True): {"on_message_send_stream", "_handle_streaming", "_build_call_context"},
@@ -74,7 +79,7 @@ def test_without_the_plugin_a2a_sdk_serves_in_a_trace_of_its_own():
     so with its own spans alone all the server's spans start a new trace per request (streaming:
     plus, seen every time here, an ``EventQueueSource.remove_sink`` root); the client's stay in
     the application's."""
-    for streaming, spans in sends("off", True).items():
+    for spans in sends("off", True).values():
         app = named(spans, "app")
         client = [s for s in spans if s["name"].startswith("a2a.client.")]
         server = [s for s in spans if s["name"].startswith("a2a.server.")]
