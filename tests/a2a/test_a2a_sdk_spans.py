@@ -14,19 +14,15 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 EXAMPLES = HERE.parent.parent / "examples"
-#: a2a-sdk's HTTP dispatcher spans of a send (``handle_requests`` / the REST endpoint and what it
-#: calls before the request handler), per (binding, streaming)
-DISPATCHER = {
-    ("JSONRPC", False): {
-        "handle_requests",
-        "_process_non_streaming_request",
-        "_handle_send_message",
-        "_create_response",
-    },
-    ("JSONRPC", True): {"handle_requests", "_process_streaming_request", "_create_response"},
-    ("HTTP+JSON", False): {"on_message_send", "_handle_non_streaming", "_build_call_context"},
-    ("HTTP+JSON", True): {"on_message_send_stream", "_handle_streaming", "_build_call_context"},
+#: the span of a2a-sdk's dispatcher that calls the request handler, per (binding, streaming)
+HANDLER_CALLER = {
+    ("JSONRPC", False): "JsonRpcDispatcher._handle_send_message",
+    ("JSONRPC", True): "JsonRpcDispatcher._process_streaming_request",
+    ("HTTP+JSON", False): "RestDispatcher._handle_non_streaming",
+    ("HTTP+JSON", True): "RestDispatcher._handle_streaming",
 }
+#: a2a-sdk's dispatcher endpoint span, the first of a2a-sdk's on the server
+ENDPOINT = {"JSONRPC": "JsonRpcDispatcher.handle_requests", "HTTP+JSON": "RestDispatcher.on_message_send"}
 
 
 def sends(plugin: str, sdk_spans: bool, binding: str = "JSONRPC") -> dict[bool, list[dict]]:
@@ -50,28 +46,30 @@ def named(spans: list[dict], suffix: str) -> dict:
 
 
 @pytest.mark.parametrize("binding", ["JSONRPC", "HTTP+JSON"])
-def test_with_the_plugin_only_a2a_sdks_dispatcher_spans_stay_in_a_trace_of_their_own(binding):
-    """Plugin on, a2a-sdk's spans on (docs/a2a.md, "a2a-sdk's own spans"): our SERVER span continues
-    the caller's trace (child of the CLIENT span: the collector's callee entry span) and every
-    a2a-sdk span the request handler makes (handler, event queues, the agent run) is below it;
-    a2a-sdk's dispatcher spans, started before the handler from a context without the caller's
-    ``traceparent``, remain one root trace of their own per send, as without the plugin."""
+def test_every_span_of_a_request_continues_the_callers_trace(binding):
+    """Plugin on, a2a-sdk's spans on (docs/a2a.md, "a2a-sdk's own spans"): one trace per send, rooted
+    at the application's span, every parent a span of it. Our SERVER span is the first span of the
+    server (child of the CLIENT send span: the collector's callee entry span); a2a-sdk's dispatcher
+    endpoint span is its child, and a2a-sdk's own tree below it is as without the plugin."""
     for streaming, spans in sends("on", True, binding).items():
         app = named(spans, "app")
+        assert {s["trace"] for s in spans} == {app["trace"]}, streaming
+        assert [s["name"] for s in spans if s["parent"] is None] == ["app"], streaming
+        assert {s["parent"] for s in spans} - {None} <= {s["span"] for s in spans}, streaming
         client = named(spans, "invoke_agent echo")
         ours = named(spans, "SendStreamingMessage" if streaming else "SendMessage")
-        assert ours["parent"] == client["span"] and client["parent"] == app["span"]
-        apart = [s for s in spans if s["trace"] != app["trace"]]
-        assert {s["name"].rsplit(".", 1)[1] for s in apart} == DISPATCHER[binding, streaming], streaming
-        assert all("Dispatcher." in s["name"] for s in apart)
-        assert len({s["trace"] for s in apart}) == 1 and sum(s["parent"] is None for s in apart) == 1
-        in_trace = [s for s in spans if s["trace"] == app["trace"]]
-        assert [s["name"] for s in in_trace if s["parent"] is None] == ["app"]
-        assert {s["parent"] for s in in_trace} - {None} <= {s["span"] for s in in_trace}  # no dangling parent
-        assert sum(s["scope"] == "a2a-python-sdk" and s["name"].startswith("a2a.server.") for s in in_trace) > 20
-        if not streaming:
+        assert ours["parent"] == client["span"] and ours["kind"] == "SERVER"
+        assert [s["name"] for s in spans if s["parent"] == ours["span"]] == [
+            "a2a.server.routes."
+            + ("jsonrpc_dispatcher." if binding == "JSONRPC" else "rest_dispatcher.")
+            + ENDPOINT[binding]
+            + ("_stream" if streaming and binding != "JSONRPC" else "")
+        ]
+        assert named(spans, HANDLER_CALLER[binding, streaming])["trace"] == app["trace"]
+        assert sum(s["scope"] == "a2a-python-sdk" and s["name"].startswith("a2a.server.") for s in spans) > 20
+        if not streaming:  # a2a-sdk's handler span under its dispatcher's, as without us
             handler = named(spans, "DefaultRequestHandlerV2.on_message_send")
-            assert handler["parent"] == ours["span"]
+            assert handler["parent"] == named(spans, HANDLER_CALLER[binding, streaming])["span"]
 
 
 def test_without_the_plugin_a2a_sdk_serves_in_a_trace_of_its_own():
@@ -101,3 +99,25 @@ def test_without_a2a_sdk_spans_ours_are_unchanged():
         server = named(spans, "SendStreamingMessage" if streaming else "SendMessage")
         assert server["parent"] == client["span"] and server["trace"] == client["trace"]
         assert client["parent"] == named(spans, "app")["span"]
+
+
+async def test_a_send_that_fails_before_the_handler_still_ends_our_span_and_other_methods_get_none(
+    instrumentor, exporter
+):
+    """In process (routes built after ``instrument()``, httpx's ASGI transport): a JSON-RPC send
+    whose params a2a-sdk rejects never reaches the request handler; the SERVER span the dispatcher's
+    wrapper started ends anyway, in the caller's trace. A ``GetTask`` gets no span of ours."""
+    import httpx
+    from a2a_serve import ReplyExecutor, executor_app
+
+    url = "http://127.0.0.1:9/"
+    app = executor_app(ReplyExecutor(False, None), url, "echo")
+    caller = "00-" + "ab" * 16 + "-" + "cd" * 8 + "-01"
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app)) as http:
+        for method in ("SendMessage", "GetTask"):
+            body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {"bogus": 1}}
+            response = await http.post(url, json=body, headers={"traceparent": caller, "A2A-Version": "1.0"})
+            assert "error" in response.json()
+    ours = [s for s in exporter.get_finished_spans() if s.instrumentation_scope.name == "otel_agent_identity"]
+    assert [s.name for s in ours] == ["SendMessage"]
+    assert format(ours[0].context.trace_id, "032x") == "ab" * 16 and format(ours[0].parent.span_id, "016x") == "cd" * 8
