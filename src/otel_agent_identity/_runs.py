@@ -21,9 +21,9 @@ from typing import Any
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind
 
+from otel_agent_identity import _sdk, continuity
 from otel_agent_identity import _signals as signals
 from otel_agent_identity import attributes as attrs
-from otel_agent_identity import continuity
 from otel_agent_identity._conversation import conversation_attributes, run_conversation_attributes
 from otel_agent_identity._errors import end_span
 from otel_agent_identity._streams import Shapes
@@ -55,6 +55,28 @@ _tuple_new = tuple.__new__  # a NamedTuple built without its Python-level __new_
 #: observes it: :func:`awaiting_run`), by id() of their scope; an entry leaves when taken or when
 #: its run finishes (a plain dict: a weak one costs ~0.05 span per run)
 _AWAITING: dict[int, Run] = {}
+#: the GenAI semconv attributes an ``invoke_agent`` span requires: on our own span they are written
+#: again, as the newest, when a count limit evicted attributes (it evicts the oldest first)
+_GENAI_REQUIRED = frozenset({attrs.GEN_AI_OPERATION_NAME, attrs.GEN_AI_PROVIDER_NAME})
+
+
+def _warn_short_values(provider: Any, config: Any) -> None:
+    """Warn (once per ``instrument()``: the processor is attached once) when ``provider`` cuts
+    span attribute values shorter than the ids we accept (``config.max_id_length``)."""
+    limit = _sdk.value_length_limit(provider)
+    longest = getattr(config, "max_id_length", None)
+    if limit is not None and isinstance(longest, int) and limit < longest:
+        _logger.warning(
+            "otel-agent-identity: span attribute values are cut at %d characters "
+            "(OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT) but ids of up to %d are accepted "
+            "(OTEL_INSTRUMENTATION_AGENT_IDENTITY_MAX_ID_LENGTH): a longer id is cut on spans, and a caller "
+            "and callee that cut it differently make the collector report context_changed falsely; "
+            "set the limit to at least %d, or max_id_length to at most %d",
+            limit,
+            longest,
+            longest,
+            limit,
+        )
 
 
 @dataclass
@@ -102,6 +124,7 @@ class RunHandler:
                 existing.stamp_spans, existing.enabled = self.processor.stamp_spans, True
                 self.processor = existing
             self._attached = True
+            _warn_short_values(provider, self.config)
         elif self.provider is None:
             _logger.warning(
                 "otel-agent-identity: the tracer provider is not an SDK TracerProvider; "
@@ -421,6 +444,8 @@ class Run(Shapes):
             self._finish_span(span, result)
             if result is not None and spec.on_end is not None:
                 span.set_attributes(spec.on_end(result))
+            if getattr(span, "dropped_attributes", 0):  # a count limit evicts the oldest: the required go last
+                span.set_attributes({k: v for k, v in spec.attributes.items() if k in _GENAI_REQUIRED})
         except Exception:
             _logger.debug("otel-agent-identity: finishing the run failed", exc_info=True)
         end_span(span, error, spec.not_failures)  # never raises: the caller re-raises the application's own error

@@ -174,6 +174,14 @@ def attach(processor_class: type) -> None:
         _logger.debug("otel-agent-identity: could not prepare the SDK", exc_info=True)
 
 
+def value_length_limit(provider: Any) -> int | None:
+    """The attribute value length limit of an SDK ``provider``'s spans (its ``_span_limits``:
+    ``OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT``, else ``OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT``, else
+    the ``span_limits`` given in code); None when unlimited or not an SDK provider. Never raises."""
+    limit = getattr(getattr(provider, "_span_limits", None), "max_span_attribute_length", None)
+    return limit if type(limit) is int else None
+
+
 # -- the attribute-write hook (feature "writes") ------------------------------------------------------
 
 
