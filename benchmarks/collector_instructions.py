@@ -78,11 +78,13 @@ def main() -> None:
         for c in cols.values():
             subprocess.run(["callgrind_control", "-z", str(c.proc.pid)], check=True, capture_output=True)
         rs.replay([c.endpoint for c in cols.values()], requests, timeout=1800)
-        # Both collectors are polled in one loop, so what the polling costs them (metrics scrapes)
-        # is the same. Under callgrind groupbytrace now and then loses the spans of a trace whose
-        # second half arrives while its first is being released (the written count then stays
-        # below the spans sent with nothing left in memory): a collector is settled once every span
-        # is written, or once its count has not moved for 20 s with groupbytrace empty.
+        # Both collectors are polled in one loop, every 2 s (a scrape under callgrind is as costly
+        # as a few hundred spans, and the collector with agentidentity serves more series), so
+        # what the polling costs them is the same and small. Under callgrind groupbytrace now and
+        # then loses the spans of a trace whose second half arrives while its first is being
+        # released (the written count then stays below the spans sent, nothing left in memory): a
+        # collector is settled once every span is written, or once its count has not moved for
+        # 20 s with groupbytrace empty.
         written: dict[str, float] = {}
         moved = {k: (-1.0, time.monotonic()) for k in cols}
 
@@ -97,7 +99,11 @@ def main() -> None:
                 done = done and (n >= spans or time.monotonic() - moved[k][1] > 20)
             return done
 
-        wait_for(settled, 1800, "every span written")
+        deadline = time.monotonic() + 1800
+        while not settled():
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"spans written after 1800 s: {written} of {spans} each")
+            time.sleep(2)
         instr = {}
         for c in cols.values():
             subprocess.run(["callgrind_control", "-d", str(c.proc.pid)], check=True, capture_output=True)

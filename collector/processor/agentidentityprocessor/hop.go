@@ -35,7 +35,7 @@ type hop struct {
 	// agent span's; entryConv: the entry span's own); agentConv, agent,
 	// execution: the callee's agent span
 	agentConv, answered, entryConv string
-	agent, execution    string
+	agent, execution               string
 	// resumed: whether the run serving the request resumed prior state,
 	// when known
 	resumed, resumedKnown bool
