@@ -4,6 +4,7 @@ requests side by side (the throughput test's replay, tests/collector/test_reliab
 
     cd collector/distribution && CGO_ENABLED=0 go build -trimpath -o /tmp/otelcol-nocgo . && cd -
     .venv/bin/python benchmarks/collector_instructions.py /tmp/otelcol-nocgo [--pipeline tier2] [--traces 2000]
+    .venv/bin/python benchmarks/collector_instructions.py /tmp/otelcol-nocgo --floor  # any processor there
 
 Counters are zeroed once both collectors' pipelines run (``callgrind_control -z``) and read once
 the file exporter of each has sent every span (``callgrind_control -d``), so startup and shutdown
@@ -51,6 +52,11 @@ def main() -> None:
     ap.add_argument("collector", help="otelcol-agentidentity built with CGO_ENABLED=0")
     ap.add_argument("--pipeline", choices=list(PIPELINES), default="single-node")
     ap.add_argument("--traces", type=int, default=2000)
+    ap.add_argument(
+        "--floor",
+        action="store_true",
+        help="single-node: a pass-through processor in agentidentity's place (what any processor costs there)",
+    )
     args = ap.parse_args()
 
     import collector_support as cs
@@ -68,10 +74,15 @@ def main() -> None:
     cs.wait_for = lambda check, timeout=30.0, what="": wait_for(check, timeout * 30, what)  # 50x slower
 
     config, overlays, without = PIPELINES[args.pipeline]
+    with_overlays = overlays
+    if args.floor:
+        if args.pipeline != "single-node":
+            ap.error("--floor is for the single-node pipeline")
+        with_overlays = (str(CONFIGS / "passthrough-instead-of-agentidentity.yaml"),)
     requests, spans = rs.agent_requests(args.traces)
     env = {"GROUPBYTRACE_WAIT": "1s", "DRAIN_DELAY": "1s", "AGENT_IDENTITY_SPANS_FILE_MAX_MB": "2000"}
     cols = {
-        "with": cs.start_collector(config, work, name="with", extra_configs=overlays, **env),
+        "with": cs.start_collector(config, work, name="with", extra_configs=with_overlays, **env),
         "without": cs.start_collector(config, work, name="without", extra_configs=(*overlays, without), **env),
     }
     try:
@@ -112,7 +123,7 @@ def main() -> None:
             totals = [ln for ln in Path(dump).read_text().splitlines() if ln.startswith(("totals:", "summary:"))]
             instr[k] = int(totals[0].split()[1])
         result = {
-            "pipeline": args.pipeline,
+            "pipeline": args.pipeline + (" (floor: pass-through in agentidentity's place)" if args.floor else ""),
             "spans": spans,
             "instructions_per_span": {k: round(n / spans) for k, n in instr.items()},
             "judging_share": round((instr["with"] - instr["without"]) / instr["with"], 4),
