@@ -82,9 +82,9 @@ def test_thread_ids_of_other_types(instrumentor, exporter, caplog):
     assert [s.attributes.get(CONV) for s in spans] == ["7", str(thread), None, None, None, None, None]
     assert all(s.attributes.get(EXEC) for s in spans)
     warned = [r.getMessage() for r in caplog.records if "otel-agent-identity" in r.getMessage()]
-    # one per graph type for bad thread ids (the registry's bound), one for the run id
-    assert len(warned) == 2, warned
-    assert "a dict" in warned[0] and "run_id int" in warned[1]
+    # bad thread ids: once per graph type and kind of problem (not a string, too long); once for the run id
+    assert len(warned) == 3, warned
+    assert "a dict" in warned[0] and "10000 characters" in warned[1] and "run_id int" in warned[2]
 
 
 def test_registered_override_wins(instrumentor, exporter):
