@@ -66,6 +66,8 @@ PROTECTED = frozenset(
 #: keys someone else wrote before we wrote any (at the span's creation).
 #: It lives and dies with the span: nothing to bound, nothing kept for a span that never ends.
 _REC = "_agent_identity"
+#: in a record's values: a key of ours someone else wrote on the span (see :func:`_written`)
+THEIRS = object()
 
 
 # -- detection -----------------------------------------------------------------------------------
@@ -196,9 +198,9 @@ def _written(store: BoundedAttributes, key: str) -> None:
             setattr(store, _REC, rec | {key})
         else:
             values, scope = rec if type(rec) is tuple else (rec.attributes, rec)
-            if key in values:
+            if values.get(key) is not THEIRS:
                 values = dict(values)  # a copy, not a comprehension: no Python call per note
-                del values[key]
+                values[key] = THEIRS  # never put back (not a str), and theirs even once evicted
                 setattr(store, _REC, (values, scope))
     except Exception:
         _logger.debug("otel-agent-identity: could not note a write", exc_info=True)
@@ -564,20 +566,20 @@ def attributes_of(span: Any) -> Mapping[str, Any]:
 def theirs(span: Any, key: str, ours: Any = None) -> bool:
     """Whether someone else (the application, a framework) wrote ``key``, one of :data:`PROTECTED`,
     on the open ``span`` since we last wrote it (the notes of :func:`install`; ``set_trusted``'s
-    writes are ours), so its value is theirs: a run's end must not write ours over it. False when
-    the span lacks the key. Without the notes (feature ``writes``), a value the span has that is not
-    ``ours`` (the value we last wrote, or None) is theirs."""
+    writes are ours), so its value is theirs: a run's end must not write ours over it, even when a
+    count limit has evicted it since. False when nobody else wrote it. Without the notes (feature
+    ``writes``), a value the span has that is not ``ours`` (the value we last wrote, or None) is theirs."""
     if WRITES:
         try:
             store = span._attributes
-            if key not in store._dict:
-                return False
             rec = getattr(store, _REC, None)
             if rec is None:  # nobody else wrote one of our keys
                 return False
             if type(rec) is frozenset:
                 return key in rec
-            return key not in (rec[0] if type(rec) is tuple else rec.attributes)
+            values = rec[0] if type(rec) is tuple else rec.attributes
+            # noted as theirs (kept so when a count limit evicted it), or there from before our record
+            return values.get(key) is THEIRS or (key not in values and key in store._dict)
         except AttributeError:  # not an SDK span
             pass
     value = attributes_of(span).get(key)

@@ -193,10 +193,26 @@ def test_the_applications_own_conversation_id_on_the_run_span_wins(limited, expo
     assert _ids(spans["node work"]) == ("conv-owned", run.attributes[EXEC])  # the run's id inside it
 
 
-def _owned_run(own: str | None) -> None:
+@pytest.mark.parametrize("order", ["id then crowd", "crowd then id", "crowd only"])
+def test_the_applications_id_evicted_from_the_run_span_is_not_replaced_by_ours(limited, exporter, order):
+    """Under a count limit of 4, the application's own id on the run span, then 10 attributes of its
+    own: the SDK alone would evict the id, so the span has none (never the run's id in its place);
+    set after the crowd, it stays; with none of the application's, the run's id is there."""
+    limited(max_span_attributes=4)
+    crowd = [(f"app.a{i}", i) for i in range(10)]
+    writes = {"id then crowd": [(CONV, "mine"), *crowd], "crowd then id": [*crowd, (CONV, "mine")]}
+    _owned_run(None, writes.get(order, crowd))
+    run = _by_name(exporter.get_finished_spans())["invoke_agent owned"]
+    assert run.attributes.get(CONV) == {"id then crowd": None, "crowd then id": "mine"}.get(order, "conv-owned")
+    assert run.attributes[EXEC]  # ours, put back as the span ends
+
+
+def _owned_run(own: str | None, writes: list | None = None) -> None:
     def node(s):
         if own is not None:
             trace.get_current_span().set_attribute(CONV, own)
+        for key, value in writes or ():
+            trace.get_current_span().set_attribute(key, value)
         tracer.start_span("node work").end()
         return {"x": s["x"] + 1}
 
