@@ -227,6 +227,36 @@ def _workloads():
 
     w["Google ADK Runner.run_async"] = adk
 
+    def a2a_send(streaming=False):  # a real client and server in one process (httpx's ASGI transport)
+        # a2a-sdk's own ~35 spans per request off, as in the demo (read when a2a-sdk is first imported)
+        os.environ.setdefault("OTEL_INSTRUMENTATION_A2A_SDK_ENABLED", "false")
+        import httpx
+        from a2a.client import ClientConfig, create_client
+        from a2a.types import Message, Part, Role, SendMessageRequest
+
+        spec = importlib.util.spec_from_file_location("a2a_serve", HERE.parent / "examples" / "a2a_serve.py")
+        serve = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(serve)  # the examples' specialist app (not an installed module)
+
+        class Echo(serve.ReplyExecutor):
+            async def reply(self, context):
+                return "ok", 1, context.context_id
+
+        url = "http://127.0.0.1:9/"  # never dialled: the transport calls the app
+        http = httpx.AsyncClient(transport=httpx.ASGITransport(app=serve.executor_app(Echo(False, None), url, "bench")))
+        client = run(create_client(url, client_config=ClientConfig(httpx_client=http, streaming=streaming)))
+        ids = iter(range(1 << 62))
+
+        async def send():
+            message = Message(role=Role.ROLE_USER, parts=[Part(text="hi")], message_id=f"m{next(ids)}")
+            async for _ in client.send_message(SendMessageRequest(message=message)):
+                pass
+
+        return lambda: run(send())
+
+    w["A2A send"] = a2a_send
+    w["A2A send, streamed"] = lambda: a2a_send(True)
+
     def child():
         return lambda: tracer.start_span("child").end()
 
@@ -259,6 +289,8 @@ INSTRUMENTED = {
     "Pydantic AI Agent.run",
     "Pydantic AI Agent.run, native spans",
     "Google ADK Runner.run_async",
+    "A2A send",
+    "A2A send, streamed",
 }
 #: measured bare only: a peer's cost, compared with its own baseline variant (no processor)
 PEERS = {"Pydantic AI native spans, OpenInference processor": "Pydantic AI native spans, no processor"}

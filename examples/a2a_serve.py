@@ -12,7 +12,7 @@ import uvicorn
 from a2a.helpers.proto_helpers import new_text_message
 from a2a.server.agent_execution import AgentExecutor
 from a2a.server.request_handlers import DefaultRequestHandler
-from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
+from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes, create_rest_routes
 from a2a.server.tasks import InMemoryTaskStore
 from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill
 from opentelemetry import trace
@@ -56,20 +56,24 @@ class ReplyExecutor(AgentExecutor):
         return None
 
 
-def executor_app(executor: AgentExecutor, url: str, name: str, description: str = DESCRIPTION) -> Starlette:
-    """The Starlette app serving ``executor`` (Agent Card routes and JSON-RPC at ``url``)."""
+def executor_app(
+    executor: AgentExecutor, url: str, name: str, description: str = DESCRIPTION, binding: str = "JSONRPC"
+) -> Starlette:
+    """The Starlette app serving ``executor`` (Agent Card routes, and JSON-RPC at ``url`` or, with
+    ``binding="HTTP+JSON"``, the REST routes)."""
     card = AgentCard(
         name=name,
         description=description,
         version="1.0.0",
-        supported_interfaces=[AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version="1.0")],
+        supported_interfaces=[AgentInterface(url=url, protocol_binding=binding, protocol_version="1.0")],
         capabilities=AgentCapabilities(streaming=True),
         default_input_modes=["text/plain"],
         default_output_modes=["text/plain"],
         skills=[AgentSkill(id="weather", name="weather", description="weather", tags=["weather"])],
     )
     handler = DefaultRequestHandler(agent_executor=executor, task_store=InMemoryTaskStore(), agent_card=card)
-    return Starlette(routes=[*create_agent_card_routes(card), *create_jsonrpc_routes(handler, rpc_url="/")])
+    routes = create_rest_routes(handler) if binding == "HTTP+JSON" else create_jsonrpc_routes(handler, rpc_url="/")
+    return Starlette(routes=[*create_agent_card_routes(card), *routes])
 
 
 def serve(executor: AgentExecutor, name: str, port: int, description: str = DESCRIPTION) -> None:

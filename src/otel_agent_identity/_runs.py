@@ -21,9 +21,9 @@ from typing import Any
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind
 
+from otel_agent_identity import _sdk, continuity
 from otel_agent_identity import _signals as signals
 from otel_agent_identity import attributes as attrs
-from otel_agent_identity import continuity
 from otel_agent_identity._conversation import conversation_attributes, run_conversation_attributes
 from otel_agent_identity._errors import end_span
 from otel_agent_identity._streams import Shapes
@@ -46,7 +46,7 @@ from otel_agent_identity.scope import (
     suppressed,
     with_value,
 )
-from otel_agent_identity.span_processor import IdentitySpanProcessor, attributes_of, set_trusted
+from otel_agent_identity.span_processor import IdentitySpanProcessor, attributes_of, set_trusted, theirs
 
 _logger = logging.getLogger(__name__)
 _PROCESSORS: weakref.WeakKeyDictionary[Any, IdentitySpanProcessor] = weakref.WeakKeyDictionary()
@@ -55,6 +55,28 @@ _tuple_new = tuple.__new__  # a NamedTuple built without its Python-level __new_
 #: observes it: :func:`awaiting_run`), by id() of their scope; an entry leaves when taken or when
 #: its run finishes (a plain dict: a weak one costs ~0.05 span per run)
 _AWAITING: dict[int, Run] = {}
+#: the GenAI semconv attributes an ``invoke_agent`` span requires: on our own span they are written
+#: again, as the newest, when a count limit evicted attributes (it evicts the oldest first)
+_GENAI_REQUIRED = frozenset({attrs.GEN_AI_OPERATION_NAME, attrs.GEN_AI_PROVIDER_NAME})
+
+
+def _warn_short_values(provider: Any, config: Any) -> None:
+    """Warn (once per ``instrument()``: the processor is attached once) when ``provider`` cuts
+    span attribute values shorter than the ids we accept (``config.max_id_length``)."""
+    limit = _sdk.value_length_limit(provider)
+    longest = getattr(config, "max_id_length", None)
+    if limit is not None and isinstance(longest, int) and limit < longest:
+        _logger.warning(
+            "otel-agent-identity: span attribute values are cut at %d characters "
+            "(OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT) but ids of up to %d are accepted "
+            "(OTEL_INSTRUMENTATION_AGENT_IDENTITY_MAX_ID_LENGTH): a longer id is cut on spans, and a caller "
+            "and callee that cut it differently make the collector report context_changed falsely; "
+            "set the limit to at least %d, or max_id_length to at most %d",
+            limit,
+            longest,
+            longest,
+            limit,
+        )
 
 
 @dataclass
@@ -102,6 +124,7 @@ class RunHandler:
                 existing.stamp_spans, existing.enabled = self.processor.stamp_spans, True
                 self.processor = existing
             self._attached = True
+            _warn_short_values(provider, self.config)
         elif self.provider is None:
             _logger.warning(
                 "otel-agent-identity: the tracer provider is not an SDK TracerProvider; "
@@ -344,8 +367,13 @@ class Run(Shapes):
         effective = scope.conversation_id
         if post == pre and (effective is None if pre is None else pre[0] == effective):
             # the common turn: the same answer before and after, nothing learnt: the first attributes stand,
-            # unless the framework set its own value on its span since
-            if effective is not None and attributes_of(span).get(attrs.GEN_AI_CONVERSATION_ID) != effective:
+            # unless the framework set its own value on its span since (on a span of ours, the
+            # application's value stands: _theirs)
+            if (
+                effective is not None
+                and attributes_of(span).get(attrs.GEN_AI_CONVERSATION_ID) != effective
+                and not self._theirs(span)
+            ):
                 set_trusted(span, {attrs.GEN_AI_CONVERSATION_ID: effective})
         else:
             effective = self._finish_changed(span, pre, post)
@@ -355,12 +383,25 @@ class Run(Shapes):
         elif scope.parent_conversation_id:
             signals.check_parent(span, scope, effective, self._own_story, self._agent, self._call.framework)
 
+    def _theirs(self, span) -> bool:
+        """Whether the application wrote its own ``gen_ai.conversation.id`` on the run's span since
+        we last did, on a span we made (``SpanSpec``: LangGraph, OpenAI Agents, Agno, Pydantic AI
+        without its native spans): its value wins, the run's end keeps it (the run's own id still
+        drives the hop checks and the spans inside the run). A framework's own span (claimed) gets
+        the run's id over the framework's value."""
+        if self._spec is None:
+            return False
+        pre = self._pre
+        return theirs(span, attrs.GEN_AI_CONVERSATION_ID, None if pre is None else pre[0])
+
     def _finish_changed(self, span, pre, post) -> str | None:
         """The post-run id differs from the run's: a continuity break, an id learnt during the run,
         or a fallback replaced. Returns the agent span's conversation id."""
         out = run_conversation_attributes(pre, post, self.scope.conversation_id)
         current = attributes_of(span)
         changed = {k: v for k, v in out.items() if current.get(k) != v}
+        if attrs.GEN_AI_CONVERSATION_ID in changed and self._theirs(span):
+            del changed[attrs.GEN_AI_CONVERSATION_ID]
         if changed:
             set_trusted(span, changed)
         effective = out.get(attrs.GEN_AI_CONVERSATION_ID)
@@ -403,6 +444,8 @@ class Run(Shapes):
             self._finish_span(span, result)
             if result is not None and spec.on_end is not None:
                 span.set_attributes(spec.on_end(result))
+            if getattr(span, "dropped_attributes", 0):  # a count limit evicts the oldest: the required go last
+                span.set_attributes({k: v for k, v in spec.attributes.items() if k in _GENAI_REQUIRED})
         except Exception:
             _logger.debug("otel-agent-identity: finishing the run failed", exc_info=True)
         end_span(span, error, spec.not_failures)  # never raises: the caller re-raises the application's own error

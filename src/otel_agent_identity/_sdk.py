@@ -19,9 +19,11 @@ on: that test fails when a supported SDK lacks a feature).
 ``writes``
     Every write of a span attribute goes through ``BoundedAttributes._setitem_locked``, hooked at
     the class (:func:`install`) to note a write of one of our ids by anyone but us (the application's
-    value then wins over ours on that span). Fallback: no notes; an id of ours that a count limit
-    evicted is not put back (the evicted value may have been the application's), and a span
-    created over the count limit is not stamped with ours.
+    value then wins over ours on that span: not put back, and a run's end does not write over it on
+    the agent span we made, :func:`theirs`). Fallback: no notes; an id of ours that a count limit
+    evicted is not put back (the evicted value may have been the application's), a span created
+    over the count limit is not stamped with ours, and a run's end takes a value on its agent span
+    that is not the one it wrote for the application's.
 ``ending``
     The SDK calls each span processor's ``_on_ending(span)`` as a span ends (end time set, before
     any processor's ``on_end``): our ids are put back there and the run's ``span_ending`` hook runs
@@ -170,6 +172,14 @@ def attach(processor_class: type) -> None:
             delattr(processor_class, "_on_ending")
     except Exception:
         _logger.debug("otel-agent-identity: could not prepare the SDK", exc_info=True)
+
+
+def value_length_limit(provider: Any) -> int | None:
+    """The attribute value length limit of an SDK ``provider``'s spans (its ``_span_limits``:
+    ``OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT``, else ``OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT``, else
+    the ``span_limits`` given in code); None when unlimited or not an SDK provider. Never raises."""
+    limit = getattr(getattr(provider, "_span_limits", None), "max_span_attribute_length", None)
+    return limit if type(limit) is int else None
 
 
 # -- the attribute-write hook (feature "writes") ------------------------------------------------------
@@ -512,8 +522,8 @@ def set_trusted(span: Any, values: dict, scope: Any = None) -> None:
         return
     with store._lock:  # the SDK's writers hold it too: _put may replace the store's dict
         _put(store, values, displace=True)
-    if store.maxlen is not None or scope is not None:
-        _keep(span, store, values, scope)
+    if store.maxlen is not None or scope is not None or getattr(store, _REC, None) is not None:
+        _keep(span, store, values, scope)  # (a note of someone else's write: ours is the value now)
 
 
 def set_ids(span: Any, values: dict) -> None:
@@ -553,6 +563,29 @@ def attributes_of(span: Any) -> Mapping[str, Any]:
     one (``span.attributes`` builds a new view on every access), else ``span.attributes``."""
     plain = getattr(getattr(span, "_attributes", None), "_dict", None) if STORE else None
     return plain if plain is not None else (span.attributes or {})
+
+
+def theirs(span: Any, key: str, ours: Any = None) -> bool:
+    """Whether someone else (the application, a framework) wrote ``key``, one of :data:`PROTECTED`,
+    on the open ``span`` since we last wrote it (the notes of :func:`install`; ``set_trusted``'s
+    writes are ours), so its value is theirs: a run's end must not write ours over it. False when
+    the span lacks the key. Without the notes (feature ``writes``), a value the span has that is not
+    ``ours`` (the value we last wrote, or None) is theirs."""
+    if WRITES:
+        try:
+            store = span._attributes
+            if key not in store._dict:
+                return False
+            rec = getattr(store, _REC, None)
+            if rec is None:  # nobody else wrote one of our keys
+                return False
+            if type(rec) is frozenset:
+                return key in rec
+            return key not in (rec[0] if type(rec) is tuple else rec.attributes)
+        except AttributeError:  # not an SDK span
+            pass
+    value = attributes_of(span).get(key)
+    return value is not None and value != ours
 
 
 def recorded(span: Any) -> bool:

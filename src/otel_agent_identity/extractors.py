@@ -9,7 +9,8 @@ Order, first hit wins:
 
 Nothing here generates an id: a run whose extractors all return None has no conversation id.
 Values are checked: a non-string, an empty string, a string longer than ``max_id_length`` or one
-with control characters is dropped (never truncated) with one warning per agent type and reason.
+with control characters is dropped (never truncated) with one warning per agent type, extractor
+step and kind of problem.
 An extractor that raises is treated as returning None, likewise warned once.
 """
 
@@ -210,7 +211,7 @@ class ExtractorRegistry:
         if problem is None:
             return Extracted(value if type(value) is str else str.__str__(value), source)
         if value is not None and value != "":
-            self._warn_once(agent, source, "bad value", f"{source} extractor returned {problem}; dropped")
+            self._warn_once(agent, source, problem_kind(problem), f"{source} extractor returned {problem}; dropped")
         return None
 
     def accepts(self, value: Any) -> bool:
@@ -242,14 +243,20 @@ class ExtractorRegistry:
         return None
 
     def _warn_once(self, agent: Any, source: str, kind: str, message: str) -> None:
-        """One warning per agent type, extractor step and kind (``raised`` / ``bad value``): the
-        set of keys stays bounded by the agent types, whatever the values are."""
+        """One warning per agent type, extractor step and kind (``raised``, or the kind of bad value:
+        :func:`problem_kind`): the set of keys stays bounded by the agent types, whatever the values are."""
         cls = type(agent)  # module too: agno.agent.Agent and agents.Agent are both "Agent"
         key = (f"{cls.__module__}.{cls.__qualname__}", source, kind)
         if key in self._warned:
             return
         self._warned.add(key)
         _logger.warning("otel-agent-identity: agent type %s: %s (warned once)", key[0], message)
+
+
+def problem_kind(problem: str) -> str:
+    """The kind of an :meth:`ExtractorRegistry.problem` answer, one warning each: the answer itself,
+    but every length one kind (``"N characters (max_id_length is M)"`` -> ``"characters (...)"``)."""
+    return problem.split(" ", 1)[-1] if problem[0].isdigit() else problem
 
 
 #: The process-wide registry the instrumentor uses.

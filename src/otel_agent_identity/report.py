@@ -26,6 +26,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -41,6 +42,33 @@ HOP_CALLEE_CONVERSATION = "agent_identity.hop.callee.conversation.id"
 HOP_CALLEE_RESUMED = "agent_identity.hop.callee.resumed"
 DELEGATION_DUPLICATE = "agent_identity.delegation.duplicate"
 
+HEALTHY_RESULTS = ("continued", "first_turn", "not_required")
+
+
+def hop_conversations(attributes: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    """The contextId a judged hop asked to continue and the one the callee answered in, from the
+    attributes (Zipkin tags or OTLP attributes) of the callee's entry span the processor marked.
+
+    On a healthy hop (``continued``, ``first_turn``, ``not_required``) the processor writes each id
+    once (docs/attributes.md): the answered one is the entry span's own ``gen_ai.conversation.id``
+    unless ``agent_identity.hop.callee.conversation.id`` is written, and on ``continued`` the
+    requested one equals it. Flagged and unknown verdicts carry every id.
+
+    Args:
+        attributes: the entry span's attributes (values as the backend gives them).
+
+    Returns:
+        ``(asked, used)``: ``agent_identity.hop.requested_id`` (None on a first turn or when no rule
+        required the hop), and ``agent_identity.hop.callee.conversation.id``, else the span's
+        ``gen_ai.conversation.id`` (None when the callee reported none).
+    """
+    used = attributes.get(HOP_CALLEE_CONVERSATION) or attributes.get(GEN_AI_CONVERSATION_ID) or None
+    asked = attributes.get(HOP_REQUESTED) or None
+    if asked is None and attributes.get(HOP_RESULT) == "continued":
+        asked = used
+    return asked, used
+
+
 _DURATION = re.compile(r"^(\d+)(s|m|h|d)$")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
@@ -50,7 +78,8 @@ class Hop:
     """One span the processor judged: ``callee`` is the span's service, ``caller`` the service the
     processor recorded; ``result`` its verdict (the reason when ``flagged``); ``asked`` the contextId
     the caller requested (``agent_identity.hop.requested_id``, None on a first turn), ``used`` the
-    one the callee answered in (``agent_identity.hop.callee.conversation.id``), ``resumed`` whether
+    one the callee answered in (``agent_identity.hop.callee.conversation.id``, else the entry span's
+    ``gen_ai.conversation.id``: see hop_conversations), ``resumed`` whether
     the callee's serving run resumed prior state (``agent_identity.hop.callee.resumed``, None when
     not recorded)."""
 
@@ -165,6 +194,7 @@ def conversations(traces: list[list[dict]]) -> list[Conversation]:
             if HOP_RESULT not in tags:
                 continue
             parent = by_id_span.get(span.get("parentId"), {})
+            asked, used = hop_conversations(tags)
             conv.hops.append(
                 Hop(
                     trace_id=str(span.get("traceId", "")),
@@ -174,8 +204,8 @@ def conversations(traces: list[list[dict]]) -> list[Conversation]:
                     result=tags[HOP_RESULT],
                     flagged=tags.get(HOP_MISMATCH) == "true",
                     duplicate=tags.get(DELEGATION_DUPLICATE) == "true",
-                    asked=tags.get(HOP_REQUESTED),
-                    used=tags.get(HOP_CALLEE_CONVERSATION),
+                    asked=asked,
+                    used=used,
                     resumed={"true": True, "false": False}.get(tags.get(HOP_CALLEE_RESUMED, "")),
                     delegation_id=_tags(parent).get(DELEGATION_ID) or tags.get(DELEGATION_ID),
                 )

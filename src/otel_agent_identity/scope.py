@@ -72,7 +72,7 @@ def _checked(what: str, value: Any, remember: bool = True) -> str | None:
     problem = extractors.registry.problem(value, remember)  # the configured max_id_length
     if problem is None:
         return value if type(value) is str else str.__str__(value)  # a str subclass: the plain str
-    kind = problem.split(" ", 1)[-1] if problem[0].isdigit() else problem  # "N characters (...)" -> one kind
+    kind = extractors.problem_kind(problem)
     with _warned_lock:
         if (what, kind) in _warned:
             return None

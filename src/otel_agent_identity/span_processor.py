@@ -17,7 +17,7 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.trace import Span, SpanProcessor
 
 from otel_agent_identity import _sdk
-from otel_agent_identity._sdk import PROTECTED, attributes_of, replace_ending, set_ids, set_trusted
+from otel_agent_identity._sdk import PROTECTED, attributes_of, replace_ending, set_ids, set_trusted, theirs
 from otel_agent_identity.scope import SCOPE_KEY, SUPPRESS_KEY, SUPPRESS_KEY_PLAIN, current_context
 
 __all__ = [
@@ -28,6 +28,7 @@ __all__ = [
     "replace_ending",
     "set_ids",
     "set_trusted",
+    "theirs",
 ]
 
 _logger = logging.getLogger(__name__)

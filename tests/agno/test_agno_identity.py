@@ -12,6 +12,7 @@ import pytest
 from agno.agent import Agent
 from agno.run.agent import RunOutput
 from agno_support import CONV, EXEC, TOOL_CALLS, agent_spans, inside, make_agent
+from opentelemetry import trace
 
 
 @pytest.fixture(autouse=True)
@@ -346,3 +347,23 @@ def test_span_names_follow_each_agent_and_a_rename(instrumentor, exporter):
     assert expected[-1] == ("invoke_agent renamed", "agent-7")
     spans = [s for s in agent_spans(exporter.get_finished_spans()) if not s.name.endswith(" member")]
     assert [(s.name, s.attributes.get("gen_ai.agent.id")) for s in spans] == expected
+
+
+@pytest.mark.parametrize("own", ["mine", None], ids=["app sets its id", "app sets nothing"])
+def test_the_applications_own_conversation_id_on_the_run_span_wins(instrumentor, exporter, own):
+    """The run's ``invoke_agent`` span is ours (Agno has none): an id a tool sets on it stays, also
+    on turn 1, whose id Agno generates during the run; without one, the span reports that id."""
+
+    def get_weather(city: str) -> str:
+        """Return the weather for a city."""
+        if own is not None:
+            trace.get_current_span().set_attribute(CONV, own)
+        trace.get_tracer("agno-tests").start_span("weather lookup").end()
+        return f"sunny in {city}"
+
+    out = make_agent(tools=[get_weather]).run("what is the weather in Paris")
+    spans = exporter.get_finished_spans()
+    (run,) = agent_spans(spans, "helper")
+    assert run.attributes[CONV] == (own or out.session_id)
+    assert "agent_identity.conversation.changed" not in run.attributes
+    assert {s.attributes.get(CONV) for s in inside(spans, run)} == {out.session_id}  # the run's id inside

@@ -103,12 +103,22 @@ def test_hops_read_requested_answered_and_resumed_and_the_table_gives_the_reason
                 "agent_identity.hop.callee.conversation.id": "ctx-2",
             },
         ),
+        # a healthy hop carries each id once: the entry span's own conversation is the answered one,
+        # and on `continued` the requested one too
+        hop("5", "continued", **{"agent_identity.hop.mismatch": "false", "gen_ai.conversation.id": "ctx-1"}),
+        hop(
+            "6",
+            "continued",
+            **{"agent_identity.hop.mismatch": "false", "agent_identity.hop.callee.conversation.id": "ctx-3"},
+        ),
     ]
     (conv,) = report.conversations([trace])
     assert [(h.result, h.flagged, h.asked, h.used, h.resumed) for h in conv.hops] == [
         ("first_turn", False, None, "ctx-1", None),
         ("state_not_resumed", True, "ctx-1", "ctx-1", False),
         ("context_changed", True, "ctx-1", "ctx-2", None),
+        ("continued", False, "ctx-1", "ctx-1", None),
+        ("continued", False, "ctx-3", "ctx-3", None),
     ]
     lines = report.table([conv], "http://zipkin", "1h").splitlines()
     assert [line.split(": ", 1)[1] for line in lines if line.lstrip().startswith("flagged")] == [

@@ -13,10 +13,12 @@ from langgraph.pregel import Pregel
 from lg_support import CONV, EXEC, agent_spans, counter_graph
 from opentelemetry import context, trace
 from opentelemetry.instrumentation.utils import suppress_instrumentation
+from opentelemetry.sdk.trace import SpanLimits
 
 import otel_agent_identity
 from app_shapes import LIMITS, NAME, SHAPES, check, run_shape
-from otel_agent_identity import AgentIdentityInstrumentor
+from otel_agent_identity import AgentIdentityInstrumentor, _sdk
+from otel_agent_identity.span_processor import IdentitySpanProcessor
 
 tracer = trace.get_tracer("lg-context-tests")
 
@@ -164,3 +166,38 @@ def test_the_applications_own_conversation_id_in_a_tool_wins(limited, exporter, 
     (app,) = [s for s in spans if s.name == NAME]
     assert app.parent.span_id == run.context.span_id  # inside the run
     check(app, shape, limit, run.attributes[EXEC])
+
+
+#: how the SDK is used: its private API (the default count limit, or none), or a fallback
+MODES = {"default": ((), {}), "no count limit": ((), {"max_span_attributes": SpanLimits.UNSET})}
+MODES |= {f"without {f}": ((f,), {}) for f in _sdk.FEATURES}
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+@pytest.mark.parametrize("own", ["mine", None], ids=["app sets its id", "app sets nothing"])
+def test_the_applications_own_conversation_id_on_the_run_span_wins(limited, exporter, own, mode):
+    """The run's ``invoke_agent`` span is ours (LangGraph has none): an id the application sets on it
+    from inside a node stays; without one, the span reports the run's ``thread_id``. The same on
+    every fallback of the SDK's private API."""
+    without, limits = MODES[mode]
+    _sdk.detect(without=without)
+    try:
+        limited(**limits)
+        _owned_run(own)
+    finally:
+        _sdk.detect()
+        _sdk.attach(IdentitySpanProcessor)
+    spans = _by_name(exporter.get_finished_spans())
+    run = spans["invoke_agent owned"]
+    assert run.attributes[CONV] == (own or "conv-owned")
+    assert _ids(spans["node work"]) == ("conv-owned", run.attributes[EXEC])  # the run's id inside it
+
+
+def _owned_run(own: str | None) -> None:
+    def node(s):
+        if own is not None:
+            trace.get_current_span().set_attribute(CONV, own)
+        tracer.start_span("node work").end()
+        return {"x": s["x"] + 1}
+
+    counter_graph("owned", node=node).invoke({"x": 0}, {"configurable": {"thread_id": "conv-owned"}})

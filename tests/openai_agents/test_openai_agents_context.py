@@ -5,10 +5,13 @@ a tool's span always wins, under any count limit; ``suppress_instrumentation`` t
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import pytest
 from agents import Runner, SQLiteSession, function_tool
-from oa_helpers import CONV, EXEC, agent_with_tool, call_tool, reply_seen, spans_named
+from agents.memory import OpenAIConversationsSession
+from oa_helpers import CONV, EXEC, LocalService, agent_with_tool, call_tool, reply_seen, spans_named
+from openai import AsyncOpenAI
 from opentelemetry import trace
 from opentelemetry.instrumentation.utils import suppress_instrumentation
 
@@ -71,3 +74,37 @@ async def test_the_applications_own_conversation_id_in_a_tool_wins(limited, expo
     (app,) = [s for s in spans if s.name == NAME]
     assert app.parent.span_id == run.context.span_id  # inside the run
     check(app, shape, limit, run.attributes[EXEC])
+
+
+@function_tool
+def claim(city: str) -> str:
+    """Set the application's own conversation id on the current span (``city``: the id, or ``-``)."""
+    if city != "-":
+        trace.get_current_span().set_attribute(CONV, city)
+    tracer.start_span("tool work").end()
+    return "done"
+
+
+@pytest.mark.parametrize("own", ["mine", None], ids=["app sets its id", "app sets nothing"])
+@pytest.mark.parametrize("learned", [False, True], ids=["sqlite session", "id learned mid-run"])
+async def test_the_applications_own_conversation_id_on_the_run_span_wins(instrumentor, exporter, own, learned):
+    """The run's ``invoke_agent`` span is ours (the SDK has no OpenTelemetry span): an id the
+    application sets on it from a tool stays, also when the run learns its id from the service
+    during the run (an OpenAI Conversations session's turn 1); without one, the span reports the
+    run's id (the session's, or the one the service assigned)."""
+    agent = agent_with_tool("owner", [call_tool("claim", {"city": own or "-"}), reply_seen()], tools=[claim])
+    with LocalService() as service:  # its own: the shared one's conversations are counted elsewhere
+        if learned:
+            client = AsyncOpenAI(base_url=f"{service.url}/v1", api_key="offline", max_retries=0)
+            session: Any = OpenAIConversationsSession(openai_client=client)
+        else:
+            session = SQLiteSession("conv-oa-owned")
+        await Runner.run(agent, "hi", session=session)
+    run_id = session.session_id
+    assert run_id.startswith("conv_srv_" if learned else "conv-oa-owned")
+    spans = exporter.get_finished_spans()
+    (run,) = spans_named(spans, "invoke_agent owner")
+    (work,) = spans_named(spans, "tool work")
+    assert run.attributes[CONV] == (own or run_id)
+    assert (work.attributes[CONV], work.attributes[EXEC]) == (run_id, run.attributes[EXEC])  # the run's id inside
+    assert "agent_identity.conversation.changed" not in run.attributes

@@ -212,3 +212,24 @@ def test_no_frame_of_ours_where_pydantic_ai_reads_its_callers_frames(instrumento
     Agent(echo_model(), name="framed").run_sync("hi")
     assert seen and not [m for m in seen if m and m.startswith("otel_agent_identity")]
     assert len(_agent_spans(exporter, "framed")) == 1
+
+
+@pytest.mark.parametrize("own", ["mine", None], ids=["app sets its id", "app sets nothing"])
+def test_the_applications_own_conversation_id_on_our_run_span_wins(instrumentor, exporter, own):
+    """Without Pydantic AI's own instrumentation the run's ``invoke_agent`` span is ours: an id a
+    tool sets on it stays; without one, the span reports the run's ``conversation_id``."""
+    Agent.instrument_all(False)
+    agent = Agent(tool_model("weather"), name="owner")
+
+    @agent.tool_plain
+    def weather(city: str) -> str:
+        if own is not None:
+            trace.get_current_span().set_attribute(CONV, own)
+        with TRACER.start_as_current_span("tool-body"):
+            return "sunny"
+
+    result = agent.run_sync("weather?", conversation_id="conv-owned")
+    (span,) = _agent_spans(exporter, "owner")
+    assert span.attributes[CONV] == (own or "conv-owned")
+    (body,) = [s for s in exporter.get_finished_spans() if s.name == "tool-body"]
+    assert body.attributes[CONV] == result.conversation_id == "conv-owned"

@@ -24,6 +24,14 @@ const (
 	// served the same contextId last time in that process (it rebuilt its
 	// conversation since).
 	attrPreviousID = "agent_identity.conversation.previous_id"
+	// attrConversationChanged: on an A2A CLIENT span, the callee's answer
+	// came in another context than the one requested (the caller received it).
+	attrConversationChanged = "agent_identity.conversation.changed"
+	// attrTaskState: the A2A task state of the last response a span saw;
+	// on a CLIENT span, anything but submitted or working is the callee's answer.
+	attrTaskState      = "a2a.task.state"
+	taskStateSubmitted = "TASK_STATE_SUBMITTED"
+	taskStateWorking   = "TASK_STATE_WORKING"
 
 	// operationInvokeAgent is the gen_ai.operation.name of agent spans.
 	operationInvokeAgent = "invoke_agent"

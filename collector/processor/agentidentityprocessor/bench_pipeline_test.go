@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/processor/processorhelper"
 	"go.opentelemetry.io/collector/processor/processortest"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 )
@@ -47,20 +48,28 @@ func agentShapedTrace(n int64) ptrace.Traces {
 // tier2-identity.yaml), then encode it for the file exporter (OTLP JSON).
 // groupbytrace, the receiver's HTTP and the batch processor come on top in the
 // collector, so the with/without ratio here bounds the share from above;
-// test_reliability_load.py measures the real pipelines. Allocations per trace
+// test_reliability_load.py measures the real pipelines. passthrough is the
+// floor: processorhelper around a function that returns the trace as it is
+// (what any processor in agentidentity's place costs). Allocations per trace
 // are reported per iteration (one trace).
 func BenchmarkPipelineShare(b *testing.B) {
 	req, err := (&ptrace.ProtoMarshaler{}).MarshalTraces(agentShapedTrace(1))
 	require.NoError(b, err)
-	for _, variant := range []string{"without", "with", "with_memory"} {
+	for _, variant := range []string{"without", "passthrough", "with", "with_memory"} {
 		b.Run(variant, func(b *testing.B) {
 			ctx := context.Background()
 			var cons consumer.Traces = consumertest.NewNop()
-			if variant != "without" {
-				mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
-				defer func() { _ = mp.Shutdown(ctx) }()
-				set := processortest.NewNopSettings(componentType)
-				set.MeterProvider = mp
+			mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+			defer func() { _ = mp.Shutdown(ctx) }()
+			set := processortest.NewNopSettings(componentType)
+			set.MeterProvider = mp
+			switch variant {
+			case "passthrough":
+				p, err := processorhelper.NewTraces(ctx, set, createDefaultConfig(), consumertest.NewNop(),
+					func(_ context.Context, td ptrace.Traces) (ptrace.Traces, error) { return td, nil })
+				require.NoError(b, err)
+				cons = p
+			case "with", "with_memory":
 				cfg := createDefaultConfig().(*Config)
 				cfg.Backfill = true
 				host := component.Host(componenttest.NewNopHost())

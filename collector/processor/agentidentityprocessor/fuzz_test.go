@@ -94,10 +94,14 @@ func checkMismatches(t *testing.T, td ptrace.Traces) {
 				if v, ok := s.Attributes().Get(attrHopMismatch); ok && v.Bool() != flagged {
 					t.Fatalf("hop.mismatch %v with result %q", v.Bool(), result)
 				}
+				requested, answered := strAttr(s, attrHopRequestedID), strAttr(s, attrHopCalleeConversationID)
+				if result == resultContinued && (requested != "" || answered == "" && strAttr(s, attrConversationID) == "") {
+					// a continued hop shows the id once: on the entry span itself, else as the callee's
+					t.Fatalf("continued with requested %q answered %q", requested, answered)
+				}
 				if !flagged {
 					continue
 				}
-				requested, answered := strAttr(s, attrHopRequestedID), strAttr(s, attrHopCalleeConversationID)
 				resumed, known := s.Attributes().Get(attrHopCalleeResumed)
 				switch {
 				case requested == "" || answered == "":

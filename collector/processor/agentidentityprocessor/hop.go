@@ -32,9 +32,10 @@ type hop struct {
 	requested string
 	ours      bool
 	// answered: the context the callee's entry span answered in (else its
-	// agent span's); agentConv, agent, execution: the callee's agent span
-	agentConv, answered string
-	agent, execution    string
+	// agent span's; entryConv: the entry span's own); agentConv, agent,
+	// execution: the callee's agent span
+	agentConv, answered, entryConv string
+	agent, execution               string
 	// resumed: whether the run serving the request resumed prior state,
 	// when known
 	resumed, resumedKnown bool
@@ -108,7 +109,8 @@ func (p *identityProcessor) resolveHop(tr *traceAnalysis, par, c int32) hop {
 	}
 	// Answered: the context the entry span answered in; a callee
 	// instrumented by semconv alone has only its agent span's.
-	h.answered = strAttr(callee.span, attrConversationID)
+	h.entryConv = strAttr(callee.span, attrConversationID)
+	h.answered = h.entryConv
 	if h.answered == "" {
 		h.answered = h.agentConv
 	}
@@ -135,7 +137,12 @@ func (h *hop) classify() string {
 }
 
 // markHop writes the verdict and what it was read from on the callee's entry
-// span (agent_identity.hop.*), marks a lost response and counts the hop.
+// span (agent_identity.hop.*), marks a lost response and counts the hop. On a
+// healthy hop (see healthy) the span shows each conversation id once: the
+// answered one is the entry span's own gen_ai.conversation.id (written as
+// agent_identity.hop.callee.conversation.id only when the entry span has none),
+// and a caller conversation or requested id equal to it is left off. Flagged
+// and unknown verdicts keep every detail.
 func (tr *traceAnalysis) markHop(h *hop, result string, t *tally) {
 	caller, callee := tr.spans[h.par], tr.spans[h.c]
 	attrs := callee.span.Attributes()
@@ -145,13 +152,17 @@ func (tr *traceAnalysis) markHop(h *hop, result string, t *tally) {
 	if flagged, judged := verdict(result); judged {
 		attrs.PutBool(attrHopMismatch, flagged)
 	}
-	if h.callerConv != "" {
+	shown := "" // the id the span already shows, on a healthy hop
+	if healthy(result) {
+		shown = h.answered
+	}
+	if h.callerConv != "" && h.callerConv != shown {
 		attrs.PutStr(attrHopCallerConversationID, h.callerConv)
 	}
-	if h.required && h.requested != "" {
+	if h.required && h.requested != "" && h.requested != shown {
 		attrs.PutStr(attrHopRequestedID, h.requested)
 	}
-	if h.answered != "" {
+	if h.answered != "" && (shown == "" || h.entryConv == "") {
 		attrs.PutStr(attrHopCalleeConversationID, h.answered)
 	}
 	if h.agentConv != "" && h.agentConv != h.answered {
@@ -217,6 +228,12 @@ func boolAttr(span ptrace.Span, key string) (value, ok bool) {
 		return v.Bool(), true
 	}
 	return false, false
+}
+
+// healthy reports whether a hop result needs no drill-down: continued,
+// first_turn and not_required (markHop writes less on them).
+func healthy(result string) bool {
+	return result == resultContinued || result == resultFirstTurn || result == resultNotRequired
 }
 
 // verdict says whether a hop result is flagged (agent_identity.hop.mismatch

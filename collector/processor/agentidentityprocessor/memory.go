@@ -321,11 +321,8 @@ func (t *tally) merge(o *tally) {
 	mergeCounts(&t.lostResponses, o.lostResponses)
 }
 
-func mergeCounts[K comparable](dst *map[K]int64, src map[K]int64) {
-	for k, n := range src {
-		if *dst == nil {
-			*dst = make(map[K]int64, len(src))
-		}
-		(*dst)[k] += n
+func mergeCounts[K comparable](dst *counts[K], src counts[K]) {
+	for _, c := range src {
+		dst.add(c.key, c.n)
 	}
 }

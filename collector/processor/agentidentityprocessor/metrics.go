@@ -66,37 +66,48 @@ type noCalleeKey struct{ caller, agent, status string }
 
 // tally accumulates one processTraces call so each label set is added once.
 type tally struct {
-	hops       map[hopKey]int64
-	unresolved map[string]int64
-	duplicates map[pairKey]int64
-	noCallee   map[noCalleeKey]int64
-	deliveries map[pairKey]int64
+	hops       counts[hopKey]
+	unresolved counts[string]
+	duplicates counts[pairKey]
+	noCallee   counts[noCalleeKey]
+	deliveries counts[pairKey]
 	// lostResponses: hops marked agent_identity.hop.response_lost
-	lostResponses map[pairKey]int64
+	lostResponses counts[pairKey]
 }
 
-// bump adds one to (*m)[k], making the map on first use.
-func bump[K comparable](m *map[K]int64, k K) {
-	if *m == nil {
-		*m = make(map[K]int64)
+// counts is a tally of label sets, a short slice searched in order: a call
+// after groupbytrace is one trace, with a label set or two per counter, and
+// the search costs less than hashing the keys' strings into a map and
+// iterating it (the number of distinct sets is the metric's cardinality,
+// bounded by services, agents and results).
+type counts[K comparable] []labelCount[K]
+
+type labelCount[K comparable] struct {
+	key K
+	n   int64
+}
+
+// bump adds one to k's count.
+func bump[K comparable](c *counts[K], k K) { c.add(k, 1) }
+
+func (c *counts[K]) add(k K, n int64) {
+	for i := range *c {
+		if (*c)[i].key == k {
+			(*c)[i].n += n
+			return
+		}
 	}
-	(*m)[k]++
+	*c = append(*c, labelCount[K]{key: k, n: n})
 }
 
-// reset empties t, keeping its maps for the next call (scratch).
+// reset empties t, keeping its slices for the next call (scratch).
 func (t *tally) reset() {
-	clearCounts(t.hops)
-	clearCounts(t.unresolved)
-	clearCounts(t.duplicates)
-	clearCounts(t.noCallee)
-	clearCounts(t.deliveries)
-	clearCounts(t.lostResponses)
-}
-
-func clearCounts[K comparable](m map[K]int64) {
-	if len(m) > 0 {
-		clear(m)
-	}
+	t.hops = t.hops[:0]
+	t.unresolved = t.unresolved[:0]
+	t.duplicates = t.duplicates[:0]
+	t.noCallee = t.noCallee[:0]
+	t.deliveries = t.deliveries[:0]
+	t.lostResponses = t.lostResponses[:0]
 }
 
 func (ins *instruments) record(ctx context.Context, t *tally) {
@@ -114,26 +125,26 @@ func (ins *instruments) record(ctx context.Context, t *tally) {
 }
 
 // recordMismatches adds the flagged hops of hops to agent_identity.mismatches.
-func (ins *instruments) recordMismatches(ctx context.Context, hops map[hopKey]int64) {
-	for k, n := range hops {
-		if flagged, _ := verdict(k.result); flagged {
-			ins.tb.Mismatches.Add(ctx, n, cachedOpts(&ins.opts, mismatchKey(k))...)
+func (ins *instruments) recordMismatches(ctx context.Context, hops counts[hopKey]) {
+	for _, c := range hops {
+		if flagged, _ := verdict(c.key.result); flagged {
+			ins.tb.Mismatches.Add(ctx, c.n, cachedOpts(&ins.opts, mismatchKey(c.key))...)
 		}
 	}
 }
 
 // recordUnresolved adds unresolved's counts by callee service.
-func (ins *instruments) recordUnresolved(ctx context.Context, unresolved map[string]int64) {
-	for svc, n := range unresolved {
-		ins.tb.Unresolved.Add(ctx, n, cachedOpts(&ins.opts, unresolvedKey(svc))...)
+func (ins *instruments) recordUnresolved(ctx context.Context, unresolved counts[string]) {
+	for _, c := range unresolved {
+		ins.tb.Unresolved.Add(ctx, c.n, cachedOpts(&ins.opts, unresolvedKey(c.key))...)
 	}
 }
 
 // addCounts adds each count of m to c with its label set's cached option. One
-// small function per map keeps record's frame small (see groupByTrace).
-func addCounts[K labelSet](ctx context.Context, c metric.Int64Counter, opts *attrCache, m map[K]int64) {
-	for k, n := range m {
-		c.Add(ctx, n, cachedOpts(opts, k)...)
+// small function per tally keeps record's frame small (see groupByTrace).
+func addCounts[K labelSet](ctx context.Context, c metric.Int64Counter, opts *attrCache, m counts[K]) {
+	for _, k := range m {
+		c.Add(ctx, k.n, cachedOpts(opts, k.key)...)
 	}
 }
 

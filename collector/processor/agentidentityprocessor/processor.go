@@ -148,9 +148,13 @@ func (tr *traceAnalysis) isAgent(i int32) bool {
 
 // markResponseLost marks the entry span c agent_identity.hop.response_lost
 // when the callee completed the request (c's status is not ERROR) but the
-// caller's send failed (par, or the nearest same-service CLIENT span above it
-// up to the invoke_agent send, has status ERROR: a timeout, a reset): the
-// work was done and the caller did not learn it, so it may retry.
+// caller's send failed before the caller received the callee's answer: par,
+// or the nearest same-service CLIENT span above it up to the invoke_agent
+// send, has status ERROR (a timeout, a reset), and none of those CLIENT spans
+// recorded the answer (sendAnswered). The work was done and the caller did
+// not learn it, so it may retry. A send that failed only because the caller
+// refused the answer it received (Agent Framework's A2AAgent raises on a
+// reply in another context) lost nothing.
 func (tr *traceAnalysis) markResponseLost(par, c int32, caller, callee string, t *tally) {
 	if tr.spans[c].span.Status().Code() == ptrace.StatusCodeError {
 		return
@@ -161,6 +165,9 @@ func (tr *traceAnalysis) markResponseLost(par, c int32, caller, callee string, t
 			continue
 		}
 		if s.Status().Code() == ptrace.StatusCodeError {
+			if tr.sendAnswered(par, caller) {
+				return
+			}
 			tr.spans[c].span.Attributes().PutBool(attrHopResponseLost, true)
 			bump(&t.lostResponses, pairKey{caller: caller, callee: callee})
 			return
@@ -169,6 +176,32 @@ func (tr *traceAnalysis) markResponseLost(par, c int32, caller, callee string, t
 			return
 		}
 	}
+}
+
+// sendAnswered reports whether a CLIENT span of the send above the callee
+// (par and the caller-service spans above it, up to the invoke_agent send)
+// recorded the callee's answer, which the instrumentation writes only from a
+// response it received: agent_identity.conversation.changed=true (the answer
+// came in another context) or an a2a.task.state other than submitted or
+// working (the task's outcome, or the callee asking for input). Read only for
+// a send that failed.
+func (tr *traceAnalysis) sendAnswered(par int32, caller string) bool {
+	for i := par; i >= 0 && tr.spans[i].service == caller; i = tr.parent[i] {
+		s := tr.spans[i].span
+		if s.Kind() != ptrace.SpanKindClient {
+			continue
+		}
+		if changed, _ := boolAttr(s, attrConversationChanged); changed {
+			return true
+		}
+		if state := strAttr(s, attrTaskState); state != "" && state != taskStateSubmitted && state != taskStateWorking {
+			return true
+		}
+		if strAttr(s, attrOperationName) == operationInvokeAgent {
+			return false
+		}
+	}
+	return false
 }
 
 // markNoCallee marks each requesting span that has no descendant in another

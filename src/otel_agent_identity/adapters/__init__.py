@@ -37,6 +37,8 @@ HOOKS = (
     ("a2a.client.base_client", "a2a", "instrument_client"),
     ("a2a.server.request_handlers.default_request_handler_v2", "a2a", "instrument_server"),
     ("a2a.server.request_handlers.default_request_handler", "a2a", "instrument_server"),
+    ("a2a.server.routes.jsonrpc_dispatcher", "a2a", "instrument_server"),
+    ("a2a.server.routes.rest_dispatcher", "a2a", "instrument_server"),
     ("mcp", "mcp", "instrument"),
     ("agent_framework._mcp", "mcp", "instrument_agent_framework_tools"),
     ("agents", "openai_agents", "instrument"),

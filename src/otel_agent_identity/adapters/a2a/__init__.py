@@ -18,8 +18,10 @@ else random. Conversation id of a direct send: ``Message.context_id`` as sent, e
 Server (``DefaultRequestHandlerV2`` and ``LegacyRequestHandler`` ``on_message_send`` /
 ``on_message_send_stream``): a SERVER span named after the A2A method, parented on the
 ``traceparent`` header (``ServerCallContext.state["headers"]``) unless a transport server span is
-already current. The executor runs in a copy of that context (a2a-sdk captures it per request), so
-the serving agent run is its descendant. Attributes: :mod:`.attributes`; the client side is
+already current; over HTTP it starts in the dispatcher's send endpoint (``JsonRpcDispatcher``,
+``RestDispatcher``), before a2a-sdk's own spans, so they too are in the caller's trace. The
+executor runs in a copy of that context (a2a-sdk captures it per request), so the serving agent
+run is its descendant. Attributes: :mod:`.attributes`; the client side is
 :mod:`.client`, the server side :mod:`.server`.
 """
 
@@ -31,7 +33,7 @@ import sys
 from otel_agent_identity._runs import RunHandler
 from otel_agent_identity.adapters._base import Wrapped
 from otel_agent_identity.adapters.a2a.client import NAME, SendTarget, context_rule, inject_trace_context, send_wrapper
-from otel_agent_identity.adapters.a2a.server import server_wrapper
+from otel_agent_identity.adapters.a2a.server import dispatch_wrapper, server_wrapper
 
 __all__ = ["NAME", "REQUIREMENTS", "SendTarget", "context_rule", "inject_trace_context", "uninstrument"]
 
@@ -53,9 +55,24 @@ _SERVER_TARGETS = (
 )
 
 
+#: the HTTP dispatchers' route endpoints that serve a send: (module, class, {method: streaming,
+#: None when the request tells})
+_DISPATCH_TARGETS: tuple[tuple[str, str, dict[str, bool | None]], ...] = (
+    ("a2a.server.routes.jsonrpc_dispatcher", "JsonRpcDispatcher", {"handle_requests": None}),
+    (
+        "a2a.server.routes.rest_dispatcher",
+        "RestDispatcher",
+        {"on_message_send": False, "on_message_send_stream": True},
+    ),
+)
+
+
 def instrument_server(handler: RunHandler) -> None:
-    """Wrap ``on_message_send``/``on_message_send_stream`` of each request handler class of this
-    a2a-sdk version whose module is imported and not wrapped yet (imports nothing)."""
+    """Wrap ``on_message_send``/``on_message_send_stream`` of each request handler class, and the
+    send endpoints of each HTTP dispatcher class, of this a2a-sdk version whose module is imported
+    and not wrapped yet (imports nothing). A dispatcher's routes hold its bound methods: routes
+    an application built before ``instrument()`` keep the unwrapped ones (the SERVER span then
+    starts in the request handler, below a2a-sdk's dispatcher spans, which start a trace of their own)."""
     for module_name, cls_name in _SERVER_TARGETS:
         cls = getattr(sys.modules.get(module_name), cls_name, None)
         if cls is None:
@@ -63,6 +80,11 @@ def instrument_server(handler: RunHandler) -> None:
         for method, streaming in (("on_message_send", False), ("on_message_send_stream", True)):
             if method in cls.__dict__ and (cls, method) not in _wrapped:
                 _wrapped.wrap(cls, method, server_wrapper(handler.tracer, streaming))
+    for module_name, cls_name, methods in _DISPATCH_TARGETS:
+        cls = getattr(sys.modules.get(module_name), cls_name, None)
+        for endpoint, sends in methods.items() if cls is not None else ():
+            if endpoint in cls.__dict__ and (cls, endpoint) not in _wrapped:
+                _wrapped.wrap(cls, endpoint, dispatch_wrapper(handler.tracer, sends))
 
 
 uninstrument = _wrapped.uninstrument

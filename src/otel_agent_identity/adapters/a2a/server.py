@@ -51,15 +51,84 @@ def _headers(call_context: Any) -> Mapping[str, str]:
 
 def _parent(headers: Mapping[str, str]) -> otel_context.Context:
     """The current context when it already continues the caller's trace (a transport server span
-    extracted the headers), else the context extracted from ``traceparent``. a2a-sdk's own
-    method spans (``OTEL_INSTRUMENTATION_A2A_SDK_ENABLED``) start a new trace per request: they
-    are current here but are not the caller's trace, so they lose to the header."""
+    extracted the headers), else the context extracted from ``traceparent``: a current span of
+    another trace (a2a-sdk's own spans of a request no wrapped dispatcher served start a new
+    trace) loses to the header."""
     current = trace.get_current_span().get_span_context()
     extracted = _PROPAGATOR.extract(headers)
     remote = trace.get_current_span(extracted).get_span_context()
     if not remote.is_valid or (current.is_valid and current.trace_id == remote.trace_id):
         return otel_context.get_current()
     return extracted
+
+
+#: the context key under which :func:`dispatch_wrapper` hands its SERVER span (a one-item list,
+#: emptied when the request handler's wrapper takes it) to the request handler's wrapper
+_EARLY_KEY = otel_context.create_key("agent_identity.a2a_early_span")
+_SENDS = {"SendMessage": False, "SendStreamingMessage": True}  # JSON-RPC method -> streaming
+
+
+def _early_box() -> list | None:
+    """The box holding the SERVER span the dispatcher's wrapper started for this request, while
+    no request handler's wrapper has taken it (emptied it), else None."""
+    box = otel_context.get_current().get(_EARLY_KEY)
+    return box if type(box) is list and box else None
+
+
+def dispatch_wrapper(tracer: trace.Tracer, streaming: bool | None):
+    """Wrapper of an a2a-sdk HTTP dispatcher's route endpoint (``args[0]``: the Starlette
+    ``Request``): ``JsonRpcDispatcher.handle_requests`` (``streaming=None``: the JSON-RPC method
+    tells) or ``RestDispatcher.on_message_send(_stream)``. a2a-sdk's own spans
+    (``OTEL_INSTRUMENTATION_A2A_SDK_ENABLED``) begin in the dispatcher, which extracts no
+    ``traceparent``: for a send whose ``traceparent`` no current span continues, our SERVER span
+    starts here, on the caller's context, and the dispatcher runs in it, so every span of the
+    request is in the caller's trace and ours stays the first one in this service (the collector's
+    entry span). The request handler's wrapper takes the span (attributes, ending); one it never
+    took (the request failed before the handler) ends here."""
+
+    def wrapper(wrapped, instance, args, kwargs):
+        request = args[0] if args else kwargs.get("request")
+        headers = getattr(request, "headers", None)
+        try:
+            if not isinstance(headers, Mapping) or "traceparent" not in headers or suppressed():
+                return wrapped(*args, **kwargs)
+            parent = _parent(headers)
+        except Exception:
+            _logger.debug("otel-agent-identity: reading a2a request headers failed", exc_info=True)
+            return wrapped(*args, **kwargs)
+        if parent is otel_context.get_current():  # a transport span continues the caller's trace
+            return wrapped(*args, **kwargs)
+        return _dispatch(tracer, streaming, request, parent, wrapped, args, kwargs)
+
+    return wrapper
+
+
+async def _dispatch(tracer, streaming, request, parent, wrapped, args, kwargs):
+    if streaming is None:
+        try:
+            body = await request.json()  # Starlette keeps it: the dispatcher reads it again for free
+            streaming = _SENDS.get(body.get("method")) if isinstance(body, dict) else None
+        except Exception:
+            streaming = None
+        if streaming is None:  # not a send (or unreadable: the dispatcher answers the error)
+            return await wrapped(*args, **kwargs)
+    try:
+        span = tracer.start_span(facts.method_name(streaming), context=parent, kind=SpanKind.SERVER)
+        box = [span]
+        token = attach_context(otel_context.set_value(_EARLY_KEY, box, trace.set_span_in_context(span, parent)))
+    except Exception:
+        _logger.debug("otel-agent-identity: a2a server span failed", exc_info=True)
+        return await wrapped(*args, **kwargs)
+    error = None
+    try:
+        return await wrapped(*args, **kwargs)
+    except BaseException as exc:
+        error = exc
+        raise
+    finally:
+        detach_context(token)
+        if box:  # the request handler never took it
+            end_span(span, error)
 
 
 def _agent_name(handler: Any) -> str | None:
@@ -81,9 +150,9 @@ def _inbound(span: Any, headers: Mapping[str, str], ctx: otel_context.Context) -
 
 
 def start_server_span(tracer: trace.Tracer, handler: Any, params: Any, call_context: Any, streaming: bool):
-    """Start the SERVER span of one A2A request; returns ``(span, context with the span)``."""
+    """Start the SERVER span of one A2A request (or take the one :func:`dispatch_wrapper` started
+    for it); returns ``(span, context with the span)``."""
     headers = _headers(call_context)
-    parent = _parent(headers)
     span_attrs = facts.request_attributes(params, streaming=streaming)
     version = headers.get("a2a-version")
     if version:
@@ -91,11 +160,23 @@ def start_server_span(tracer: trace.Tracer, handler: Any, params: Any, call_cont
     name = _agent_name(handler)
     if name:
         span_attrs[attrs.GEN_AI_AGENT_NAME] = name
-    span = tracer.start_span(facts.method_name(streaming), context=parent, kind=SpanKind.SERVER, attributes=span_attrs)
-    ctx = _inbound(span, headers, trace.set_span_in_context(span, parent))
+    box = _early_box()
+    if box is not None:  # a2a-sdk's dispatcher spans are its children: the request runs under them
+        span = box[0]
+        span.set_attributes(span_attrs)
+        ctx = _inbound(span, headers, otel_context.get_current())
+    else:
+        parent = _parent(headers)
+        span = tracer.start_span(
+            facts.method_name(streaming), context=parent, kind=SpanKind.SERVER, attributes=span_attrs
+        )
+        ctx = _inbound(span, headers, trace.set_span_in_context(span, parent))
     message = getattr(params, "message", None)
     ctx = _served_delegation(span, message, name, ctx)
-    return span, continuity.with_serving_requested(ctx, facts.requested_context(message), span)
+    ctx = continuity.with_serving_requested(ctx, facts.requested_context(message), span)
+    if box is not None:
+        box.clear()  # taken: the request's owner ends it (until here the dispatcher's wrapper would)
+    return span, ctx
 
 
 def _served_delegation(span: Any, message: Any, agent: str | None, ctx: Any) -> Any:
