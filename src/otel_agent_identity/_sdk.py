@@ -293,9 +293,12 @@ def before_end(span: Any, fn: Callable[..., Any], *args: Any) -> None:
     is shadowed on this one span object (every caller, ``use_span`` and ``start_as_current_span``
     included, reaches it through attribute lookup; public API). ``fn``'s exceptions are logged."""
     original = span.end
+    mine: list[Callable[..., None]] = []
 
     def end(end_time: int | None = None) -> None:
-        if span.__dict__.get("end") is end:
+        # `mine` holds this function (not its own closure: no reference cycle keeping the span and
+        # everything it references alive until the garbage collector runs), emptied at the first call
+        if mine and span.__dict__.get("end") is mine.pop():
             del span.end  # once; the class's end (or an earlier shadow) from now on
         try:
             fn(*args)
@@ -303,6 +306,7 @@ def before_end(span: Any, fn: Callable[..., Any], *args: Any) -> None:
             _logger.debug("otel-agent-identity: a span's finisher failed", exc_info=True)
         original(end_time)
 
+    mine.append(end)
     span.end = end
 
 
