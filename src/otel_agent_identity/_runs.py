@@ -68,7 +68,8 @@ def _warn_short_values(provider: Any, config: Any) -> None:
     if limit is not None and isinstance(longest, int) and limit < longest:
         _logger.warning(
             "otel-agent-identity: span attribute values are cut at %d characters "
-            "(OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT) but ids of up to %d are accepted "
+            "(OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT, else OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT, or span_limits) "
+            "but ids of up to %d are accepted "
             "(OTEL_INSTRUMENTATION_AGENT_IDENTITY_MAX_ID_LENGTH): a longer id is cut on spans, and a caller "
             "and callee that cut it differently make the collector report context_changed falsely; "
             "set the limit to at least %d, or max_id_length to at most %d",
