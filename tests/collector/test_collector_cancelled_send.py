@@ -38,12 +38,14 @@ def world(tmp_path_factory):
     collector = cs.start_collector("single-node.yaml", work, GROUPBYTRACE_WAIT=WAIT)
     proc = None
     try:
+        charges = work / "charges.jsonl"
         proc, url = h.start_charge_specialist(
-            "payments", collector.endpoint, work / "charges.jsonl", idempotent=False, hold=3.0, hold_each=True
+            "payments", collector.endpoint, charges, idempotent=False, hold=3.0, hold_each=True
         )
         records = {}
         for mode in MODES:
             cmd = [str(h.LAUNCHER), sys.executable, str(CALLER), "--url", url, "--mode", mode, "--timeout", "1"]
+            cmd += ["--charges", str(charges)]
             env = h.otel_env(f"{mode}-caller", collector.endpoint)
             run = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
             assert run.returncode == 0, run.stderr[-3000:]
@@ -58,7 +60,7 @@ def world(tmp_path_factory):
             return spans, h.scrape(collector.metrics_port)
 
         spans, samples = cs.wait_for(judged, 120, "the four sends judged")
-        yield dict(records=records, spans=spans, samples=samples, charges=h.read_charges(work / "charges.jsonl"))
+        yield dict(records=records, spans=spans, samples=samples, charges=h.read_charges(charges))
     finally:
         if proc is not None:
             h.stop(proc)
