@@ -518,12 +518,19 @@ def metric_total(metrics: dict, service: str, name: str, **labels: str) -> float
 
 # -- issue 27: the recovery scenario (a delegation retried after a crash) ---------------------------
 def start_charge_specialist(
-    service: str, endpoint: str | None, record: Path, idempotent: bool, hold: float = 3.0, **extra: str
+    service: str,
+    endpoint: str | None,
+    record: Path,
+    idempotent: bool,
+    hold: float = 3.0,
+    hold_each: bool = False,
+    **extra: str,
 ):
     """``charge_specialist.py`` under the launcher (naive, or ``idempotent``: a ledger keyed by
-    ``otel_agent_identity.upstream()``), holding its first response ``hold`` seconds; every charge
-    it really makes is a JSON line in ``record``. Returns ``(process, url)``."""
+    ``otel_agent_identity.upstream()``), holding its first response (``hold_each``: every response)
+    ``hold`` seconds; every charge it really makes is a JSON line in ``record``. Returns ``(process, url)``."""
     args = ["--record", str(record), "--hold", str(hold)] + (["--idempotent"] if idempotent else [])
+    args += ["--hold-each"] if hold_each else []
     return start_server("charge_specialist.py", service, endpoint, *args, **extra)
 
 

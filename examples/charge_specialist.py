@@ -9,7 +9,8 @@ LangGraph run (a graph with one node, ``charge``), the callee of the recovery sc
   answered with the stored result and the graph does not run again.
 
 ``--hold SECONDS`` holds the response of the first request that long after the work completed
-(a slow network, a lost response: the caller times out although the charge happened).
+(a slow network, a lost response: the caller times out although the charge happened);
+``--hold-each``: every request's response (a slow callee: ``tests/collector/test_collector_cancelled_send.py``).
 ``--record PATH``: the ground truth, one JSON line per charge the graph really made:
 ``{"execution", "delegation", "trace_id"}`` (``execution``: the graph run's ``agent_identity.execution.id``,
 here the LangGraph ``run_id`` the executor passes). No other tracing code: run it under the launcher, e.g.
@@ -76,9 +77,9 @@ def build_graph(record: str | None):
 class ChargeExecutor(AgentExecutor):
     """Runs the charge graph per request; ``idempotent``: once per delegation (the ledger)."""
 
-    def __init__(self, record: str | None, idempotent: bool, hold: float) -> None:
+    def __init__(self, record: str | None, idempotent: bool, hold: float, hold_each: bool = False) -> None:
         self.graph = build_graph(record)
-        self.idempotent, self.hold = idempotent, hold
+        self.idempotent, self.hold, self.hold_each = idempotent, hold, hold_each
         # delegation id -> receipt. In production: durable storage, keyed by (the authenticated
         # caller, delegation id): the id is the caller's claim, never a credential.
         self.ledger: dict[str, str] = {}
@@ -95,7 +96,7 @@ class ChargeExecutor(AgentExecutor):
             receipt = result["receipt"]
             if key:
                 self.ledger[key] = receipt
-        if first and self.hold:
+        if (first or self.hold_each) and self.hold:
             await asyncio.sleep(self.hold)  # the charge is done; the response is late
         await event_queue.enqueue_event(new_text_message(receipt, context_id=context.context_id))
 
@@ -109,9 +110,15 @@ def main() -> None:
     parser.add_argument("--name", default="payments")
     parser.add_argument("--idempotent", action="store_true", help="a ledger keyed by the delegation id")
     parser.add_argument("--hold", type=float, default=0.0, help="hold the first response this many seconds")
+    parser.add_argument("--hold-each", action="store_true", help="hold every response, not only the first")
     parser.add_argument("--record", help="append one JSON line per charge made to this file")
     args = parser.parse_args()
-    serve(ChargeExecutor(args.record, args.idempotent, args.hold), args.name, args.port, "Charges orders (offline).")
+    serve(
+        ChargeExecutor(args.record, args.idempotent, args.hold, args.hold_each),
+        args.name,
+        args.port,
+        "Charges orders (offline).",
+    )
 
 
 if __name__ == "__main__":

@@ -86,6 +86,7 @@ class SpanSpec:
 
     ``on_end(result) -> dict``: attributes read from the run's result just before the span ends
     (called only when the run returned one; what it raises is logged, the span still ends).
+    ``on_error(error) -> dict``: the same for a run that raised ``error`` (a failure or not).
     """
 
     name: str
@@ -95,6 +96,7 @@ class SpanSpec:
     #: ``GraphBubbleUp``: an interrupt or a ``Command`` to the parent graph); the span stays OK
     not_failures: tuple = ()
     on_end: Callable[[Any], dict[str, Any]] | None = None
+    on_error: Callable[[BaseException], dict[str, Any]] | None = None
 
 
 class RunHandler:
@@ -445,6 +447,8 @@ class Run(Shapes):
             self._finish_span(span, result)
             if result is not None and spec.on_end is not None:
                 span.set_attributes(spec.on_end(result))
+            if error is not None and spec.on_error is not None:
+                span.set_attributes(spec.on_error(error))
             if getattr(span, "dropped_attributes", 0):  # a count limit evicts the oldest: the required go last
                 span.set_attributes({k: v for k, v in spec.attributes.items() if k in _GENAI_REQUIRED})
         except Exception:

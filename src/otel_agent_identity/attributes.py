@@ -44,6 +44,7 @@ UPSTREAM_DELEGATION_ID = "agent_identity.upstream.delegation.id"
 UPSTREAM_MISMATCH = "agent_identity.upstream.mismatch"
 DELEGATION_DUPLICATE = "agent_identity.delegation.duplicate"
 DELEGATION_REDELIVERED = "agent_identity.delegation.redelivered"
+SEND_CANCELLED = "agent_identity.send.cancelled"
 
 # A2A semantic conventions (GenAI semconv "Agent2Agent Protocol" page, docs/gen-ai/a2a.md and
 # docs/registry/attributes/a2a.md in open-telemetry/semantic-conventions-genai, status Development).

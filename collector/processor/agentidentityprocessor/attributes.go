@@ -32,6 +32,9 @@ const (
 	attrTaskState      = "a2a.task.state"
 	taskStateSubmitted = "TASK_STATE_SUBMITTED"
 	taskStateWorking   = "TASK_STATE_WORKING"
+	// attrSendCancelled: on an A2A CLIENT span, the caller cancelled the send
+	// before any answer arrived (status stays UNSET: cancellation is no error).
+	attrSendCancelled = "agent_identity.send.cancelled"
 
 	// operationInvokeAgent is the gen_ai.operation.name of agent spans.
 	operationInvokeAgent = "invoke_agent"

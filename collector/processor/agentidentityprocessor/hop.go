@@ -195,7 +195,8 @@ func (tr *traceAnalysis) noteDelegation(h *hop) {
 
 // failedRequest returns, for a hop par -> c that no rule matched, the
 // requesting span of a send that failed after its request left (status ERROR:
-// a timeout, a connection reset): such a span never learnt the context the
+// a timeout, a connection reset; or agent_identity.send.cancelled=true: the
+// caller cancelled it before the answer): such a span never learnt the context the
 // callee answered in, so it lacks the gen_ai.conversation.id a rule (the
 // default one) requires. The callee did receive the request (the hop exists),
 // so the span is judged as if it carried the context the entry span c
@@ -208,7 +209,7 @@ func (p *identityProcessor) failedRequest(tr *traceAnalysis, par, c int32) int32
 	caller, callee := tr.spans[par].service, tr.spans[c].service
 	for i := par; i >= 0 && tr.spans[i].service == caller; i = tr.parent[i] {
 		s := tr.spans[i].span
-		if s.Status().Code() != ptrace.StatusCodeError || strAttr(s, attrConversationID) != "" {
+		if (s.Status().Code() != ptrace.StatusCodeError && !sendCancelled(s)) || strAttr(s, attrConversationID) != "" {
 			continue
 		}
 		for k := range p.rules {

@@ -150,8 +150,10 @@ func (tr *traceAnalysis) isAgent(i int32) bool {
 // when the callee completed the request (c's status is not ERROR) but the
 // caller's send failed before the caller received the callee's answer: par,
 // or the nearest same-service CLIENT span above it up to the invoke_agent
-// send, has status ERROR (a timeout, a reset), and none of those CLIENT spans
-// recorded the answer (sendAnswered). The work was done and the caller did
+// send, has status ERROR (a timeout, a reset) or agent_identity.send.cancelled
+// =true (the caller cancelled it before an answer: asyncio.wait_for, a
+// cancelled task), and none of those CLIENT spans recorded the answer
+// (sendAnswered). The work was done and the caller did
 // not learn it, so it may retry. A send that failed only because the caller
 // refused the answer it received (Agent Framework's A2AAgent raises on a
 // reply in another context) lost nothing.
@@ -164,7 +166,7 @@ func (tr *traceAnalysis) markResponseLost(par, c int32, caller, callee string, t
 		if s.Kind() != ptrace.SpanKindClient {
 			continue
 		}
-		if s.Status().Code() == ptrace.StatusCodeError {
+		if s.Status().Code() == ptrace.StatusCodeError || sendCancelled(s) {
 			if tr.sendAnswered(par, caller) {
 				return
 			}
@@ -178,13 +180,20 @@ func (tr *traceAnalysis) markResponseLost(par, c int32, caller, callee string, t
 	}
 }
 
+// sendCancelled reports whether the instrumentation marked CLIENT span s
+// agent_identity.send.cancelled=true: its send was cancelled before an answer.
+func sendCancelled(s ptrace.Span) bool {
+	cancelled, _ := boolAttr(s, attrSendCancelled)
+	return cancelled
+}
+
 // sendAnswered reports whether a CLIENT span of the send above the callee
 // (par and the caller-service spans above it, up to the invoke_agent send)
 // recorded the callee's answer, which the instrumentation writes only from a
 // response it received: agent_identity.conversation.changed=true (the answer
 // came in another context) or an a2a.task.state other than submitted or
 // working (the task's outcome, or the callee asking for input). Read only for
-// a send that failed.
+// a send that failed or was cancelled.
 func (tr *traceAnalysis) sendAnswered(par int32, caller string) bool {
 	for i := par; i >= 0 && tr.spans[i].service == caller; i = tr.parent[i] {
 		s := tr.spans[i].span

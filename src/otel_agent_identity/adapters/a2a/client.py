@@ -8,6 +8,7 @@ else random. Conversation id of a direct send: ``Message.context_id`` as sent, e
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -17,6 +18,7 @@ from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapProp
 
 from otel_agent_identity import attributes as attrs
 from otel_agent_identity import continuity, metrics
+from otel_agent_identity._errors import is_one_of
 from otel_agent_identity._runs import RunHandler
 from otel_agent_identity._streams import NO_OWNER, StreamProxy
 from otel_agent_identity.adapters._base import agent_span_spec
@@ -27,6 +29,7 @@ from otel_agent_identity.span_processor import set_trusted
 NAME = "a2a"  # the framework label of a direct send's run and its metrics
 
 _logger = logging.getLogger(__name__)
+_CANCELLED = (asyncio.CancelledError,)
 _PROPAGATOR = TraceContextTextMapPropagator()  # traceparent/tracestate only; baggage never rides along
 
 
@@ -83,20 +86,15 @@ def send_wrapper(handler: RunHandler):
     def wrapper(wrapped, instance, args, kwargs):
         try:
             hop = _begin_send(handler, instance, args, kwargs)
-            if hop is not None:
-                request = args[0] if args else kwargs.get("request")
-                requested = facts.requested_context(getattr(request, "message", None))
         except Exception:
             _logger.debug("otel-agent-identity: a2a send tracking failed", exc_info=True)
             hop = None
         if hop is None:
             return wrapped(*args, **kwargs)
-        run, span, target, kwargs, memo = hop
-        if run is not None:
-            stream, seen = run.call(wrapped, args, kwargs), _Responses(span, run.scope, target, requested, memo)
-        else:
-            stream, seen = wrapped(*args, **kwargs), _Responses(span, current_scope(), None, requested, memo)
-        return StreamProxy(stream, NO_OWNER, seen)
+        run, kwargs, seen = hop
+        if run is not None:  # its span's end reads a cancellation (SpanSpec.on_error)
+            return StreamProxy(run.call(wrapped, args, kwargs), NO_OWNER, seen)
+        return StreamProxy(wrapped(*args, **kwargs), seen, seen)  # A2AAgent: its span outlives the send
 
     return wrapper
 
@@ -104,14 +102,14 @@ def send_wrapper(handler: RunHandler):
 def _begin_send(handler: RunHandler, client: Any, args: tuple, kwargs: dict):
     """Set up one send of ``request: SendMessageRequest`` by ``client: BaseClient``.
 
-    Returns ``(run or None, delegation span, SendTarget or None, kwargs with the traceparent
-    context, restart memo or None)``, or None when no tracking could start. May raise (the wrapper
-    catches it).
+    Returns ``(run or None (an A2AAgent run's send), kwargs with the traceparent context, the
+    send's _Responses)``, or None when no tracking could start. May raise (the wrapper catches it).
     """
     request = args[0] if args else kwargs.get("request")
     message = getattr(request, "message", None)
     did = new_delegation_id(transport_key=getattr(message, "message_id", None) or None)
     request_attrs = facts.request_attributes(request, client, streaming=facts.client_streams(client))
+    requested = facts.requested_context(message)
     scope = current_scope()
     span: Any = _enclosing_agent_span(scope)
     kwargs = dict(kwargs)
@@ -124,10 +122,19 @@ def _begin_send(handler: RunHandler, client: Any, args: tuple, kwargs: dict):
         set_trusted(span, {attrs.DELEGATION_ID: did})
         kwargs["context"] = inject_trace_context(kwargs.get("context"))
         memo = _check_restart(span, scope.parent_conversation_id, client, message, "agent_framework")
-        return None, span, None, kwargs, memo
+        return None, kwargs, _Responses(span, scope, None, requested, memo)
     outer = scope
     name = facts.card_name(client)
     target = SendTarget(getattr(message, "context_id", None))
+    seen = _Responses(None, None, target, requested, None)
+    spec = agent_span_spec(
+        name or "a2a",
+        None,
+        kind=SpanKind.CLIENT,
+        name_key=attrs.GEN_AI_AGENT_NAME if name else None,
+        extra=request_attrs,
+    )
+    spec.on_error = seen.cancelled
     run = handler.start(
         framework=NAME,
         agent=client,
@@ -135,20 +142,15 @@ def _begin_send(handler: RunHandler, client: Any, args: tuple, kwargs: dict):
         args=args,
         kwargs=kwargs,
         rule=context_rule,
-        span=agent_span_spec(
-            name or "a2a",
-            None,
-            kind=SpanKind.CLIENT,
-            name_key=attrs.GEN_AI_AGENT_NAME if name else None,
-            extra=request_attrs,
-        ),
+        span=spec,
         delegation_id=did,
     )
     if run is None:
         return None
     kwargs["context"] = inject_trace_context(kwargs.get("context"), trace.set_span_in_context(run.span))
-    memo = _check_restart(run.span, outer.conversation_id if outer else None, client, message, NAME)
-    return run, run.span, target, kwargs, memo
+    seen.span, seen.scope = run.span, run.scope
+    seen.memo = _check_restart(run.span, outer.conversation_id if outer else None, client, message, NAME)
+    return run, kwargs, seen
 
 
 def _remote_key(client: Any) -> str | None:
@@ -187,16 +189,47 @@ class _Responses:
     assigned becomes the hop's conversation id, for spans started from then on (``scope.learn``)
     and on the delegation span (a direct send: through :func:`context_rule` when its run finishes;
     an ``A2AAgent`` run without a session, whose extractor has nothing to report: set here).
+
+    A send cancelled before any response event (``asyncio.wait_for``, ``asyncio.timeout``, a
+    cancelled task) marks the span ``agent_identity.send.cancelled=true`` (:meth:`cancelled`; the
+    status stays UNSET): the collector then counts the callee's completed work as a lost response.
+    It is also the owner of an ``A2AAgent`` send's stream (``enter``/``exit``/``finish``), whose
+    span ends later, with the run.
     """
 
-    __slots__ = ("memo", "requested", "scope", "span", "target")
+    __slots__ = ("answered", "memo", "requested", "scope", "span", "target")
 
     def __init__(
         self, span: Any, scope: Any, target: SendTarget | None, requested: str | None, memo: tuple[str, str] | None
     ) -> None:
         self.span, self.scope, self.target, self.requested, self.memo = span, scope, target, requested, memo
+        self.answered = False
+
+    def cancelled(self, error: BaseException) -> dict[str, Any]:
+        """``{agent_identity.send.cancelled: True}`` when ``error`` is ``asyncio.CancelledError`` and
+        no response event arrived, else empty (``SpanSpec.on_error`` of a direct send)."""
+        if self.answered or not is_one_of(error, _CANCELLED):
+            return {}
+        return {attrs.SEND_CANCELLED: True}
+
+    def enter(self) -> None:
+        return None
+
+    def exit(self, token: Any) -> None:
+        pass
+
+    def finish(self, result: Any = None, error: BaseException | None = None) -> None:
+        """The end of an ``A2AAgent`` send's stream: marks a cancelled one on the run's span. Never raises."""
+        if error is None or self.answered:
+            return
+        try:
+            if self.span.is_recording():
+                self.span.set_attributes(self.cancelled(error))
+        except Exception:
+            _logger.debug("otel-agent-identity: could not mark a cancelled a2a send", exc_info=True)
 
     def __call__(self, item: Any) -> None:
+        self.answered = True
         try:
             observed = facts.event_facts(item)
             span, target, assigned = self.span, self.target, observed.get("context_id")
