@@ -42,8 +42,6 @@ HOP_CALLEE_CONVERSATION = "agent_identity.hop.callee.conversation.id"
 HOP_CALLEE_RESUMED = "agent_identity.hop.callee.resumed"
 DELEGATION_DUPLICATE = "agent_identity.delegation.duplicate"
 
-HEALTHY_RESULTS = ("continued", "first_turn", "not_required")
-
 
 def hop_conversations(attributes: Mapping[str, Any]) -> tuple[str | None, str | None]:
     """The contextId a judged hop asked to continue and the one the callee answered in, from the
