@@ -107,7 +107,7 @@ func newJoiner(p *identityProcessor, cfg *Join, next consumer.Traces, logger *za
 		return nil
 	}
 	return &joiner{
-		store:     join.New(cfg.HopWindow, cfg.MaxHeldSpans, p.complete),
+		store:     join.New(cfg.HopWindow, cfg.MaxHeldSpans, p.complete, serviceName),
 		next:      next,
 		logger:    logger,
 		tick:      min(cfg.HopWindow/10, time.Second),
@@ -144,7 +144,7 @@ func (p *identityProcessor) judgeReleased(ctx context.Context, rel []join.Releas
 		if r.Reason == join.Evicted {
 			evicted++
 		}
-		p.judge(ctx, r.Traces).ResourceSpans().MoveAndAppendTo(out.ResourceSpans())
+		p.judgeWith(ctx, r.Traces, r.Earlier).ResourceSpans().MoveAndAppendTo(out.ResourceSpans())
 	}
 	if evicted > 0 {
 		p.ins.evicted(ctx, storeHeldTraces, evicted)
