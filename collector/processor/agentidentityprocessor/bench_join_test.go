@@ -130,6 +130,35 @@ func BenchmarkJoinHeldHop(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*hops), "ns/hop-in")
 }
 
+// BenchmarkJoinReleased measures what the join remembers of a judged trace
+// for the window (its span ids and services, for its late parts): B/span.
+func BenchmarkJoinReleased(b *testing.B) {
+	const hops = 20_000
+	cfg := createDefaultConfig().(*Config)
+	cfg.MaxHeldSpans = 0
+	cfg.AgentWait = 0
+	var perSpan float64
+	for b.Loop() {
+		b.StopTimer()
+		p, err := newIdentityProcessor(processortest.NewNopSettings(componentType), cfg)
+		require.NoError(b, err)
+		p.joiner = newJoiner(p, &cfg.Join, nil, nil)
+		before := heapInUse()
+		b.StartTimer()
+		for i := range hops {
+			td := heldHop(i)
+			td.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0).SetParentSpanID(pcommon.SpanID{}) // the root: complete
+			out, _ := p.processTraces(context.Background(), td)
+			require.Equal(b, 4, out.SpanCount())
+		}
+		b.StopTimer()
+		perSpan = float64(heapInUse()-before) / (4 * hops)
+		runtime.KeepAlive(p)
+		b.StartTimer()
+	}
+	b.ReportMetric(perSpan, "B/released-span")
+}
+
 // BenchmarkMemoryTables measures the context and delegation memories: bytes
 // per remembered item (their slots, allocated up front) and the time of one
 // look-up-and-record (what a judged hop costs each).
