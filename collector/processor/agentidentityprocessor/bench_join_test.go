@@ -165,7 +165,7 @@ func BenchmarkJoinReleased(b *testing.B) {
 func BenchmarkMemoryTables(b *testing.B) {
 	const n = 1 << 16
 	before := heapInUse()
-	t, err := recall.Open(context.Background(), nil, n, nil)
+	t, err := recall.Open(context.Background(), nil, n, 0, nil)
 	require.NoError(b, err)
 	perItem := float64(heapInUse()-before) / n
 	keys := make([]recall.Key, 4096)
