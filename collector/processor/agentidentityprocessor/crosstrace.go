@@ -3,6 +3,8 @@
 package agentidentityprocessor // import "github.com/otel-agent-identity/otel-agent-identity/collector/processor/agentidentityprocessor"
 
 import (
+	"slices"
+
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
@@ -113,4 +115,17 @@ func (p *identityProcessor) followedUp(caller, task string) bool {
 	}
 	_, held := p.mem.tasks.Get(recall.KeyOf(caller, task))
 	return held
+}
+
+// sortByStart orders a delegation's hops by entry start time (then index).
+func sortByStart(hops []delegated) {
+	slices.SortStableFunc(hops, func(a, b delegated) int {
+		switch {
+		case a.start < b.start:
+			return -1
+		case a.start > b.start:
+			return 1
+		}
+		return int(a.entry - b.entry)
+	})
 }
