@@ -14,7 +14,7 @@ import contextvars
 import inspect
 import logging
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from types import AsyncGeneratorType, CoroutineType, FunctionType, GeneratorType
 from typing import Any
 
@@ -371,5 +371,67 @@ async def scoped_async_generator(agen, owner: Shapes):
                     raise
                 finally:
                     owner.exit(tokens)
+        finally:
+            owner.finish(error=error)
+
+
+class _InContext:
+    """An awaitable that runs every step of ``coro`` (a coroutine, or an async generator's
+    ``asend``/``athrow``/``aclose`` awaitable) with ``Context.run`` in ``ctx``: what the coroutine
+    attaches stays in ``ctx``, across its own suspensions, and never reaches the awaiting task."""
+
+    __slots__ = ("coro", "ctx")
+
+    def __init__(self, coro: Any, ctx: contextvars.Context) -> None:
+        self.coro, self.ctx = coro, ctx
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        run, coro = self.ctx.run, self.coro
+        value: Any = None
+        error: BaseException | None = None
+        while True:
+            try:
+                future = run(coro.send, value) if error is None else run(coro.throw, error)
+            except StopIteration as stop:
+                return stop.value
+            value, error = None, None
+            try:
+                value = yield future
+            except BaseException as exc:  # a cancellation of the awaiting task: handed to coro
+                error = exc
+
+
+async def context_async_generator(agen, owner: Shapes):
+    """Like :func:`scoped_async_generator`, for a framework that attaches its own context across
+    its ``yield``s (Strands' ``use_span`` around its event loop): every step of ``agen`` runs in
+    one context of the owner's own (:meth:`Shapes.context`), as :func:`scoped_generator`'s do, so
+    what a step attaches is current in the next step and never in the caller's code."""
+    ctx = owner.context()
+    error: BaseException | None = None
+    try:
+        sent, thrown = None, None
+        while True:
+            try:
+                item = await _InContext(agen.athrow(thrown) if thrown is not None else agen.asend(sent), ctx)
+            except StopAsyncIteration:
+                return
+            except BaseException as exc:
+                error = exc
+                raise
+            sent, thrown = None, None
+            try:
+                sent = yield item
+            except GeneratorExit:
+                raise
+            except BaseException as exc:
+                thrown = exc
+    finally:
+        try:
+            if error is None:
+                try:
+                    await _InContext(agen.aclose(), ctx)
+                except BaseException as exc:
+                    error = exc
+                    raise
         finally:
             owner.finish(error=error)
