@@ -48,9 +48,7 @@ def _by_name(exporter, prefix, kind=None):
 async def test_plain_client_continues_the_context_it_sends(instrumentor, exporter, tmp_path, streaming):
     with serving(specialist_factory(str(tmp_path))) as url:
         async with httpx.AsyncClient(timeout=30) as http:
-            card = (
-                await __import__("a2a.client", fromlist=["A2ACardResolver"]).A2ACardResolver(http, url).get_agent_card()
-            )
+            card = await A2ACardResolver(http, url).get_agent_card()
             client = ClientFactory(ClientConfig(httpx_client=http, streaming=streaming)).create(card)
             sent, answers, context_id = [], [], None
             for turn in range(2):
