@@ -31,7 +31,7 @@ $(VENV_ADK)/.installed: pyproject.toml examples/pyproject.toml
 # Strands Agents: its a2a extra pins a2a-sdk 0.3 and it pins mcp < 2.2 (the main venv has a2a-sdk 1.x and
 # mcp 2.3+): its own venv, its own tests, which also run the a2a adapter's a2a-sdk 0.3 tests.
 VENV_STRANDS ?= .venv-strands
-STRANDS_TEST_DEPS := 'pytest>=8' 'pytest-asyncio>=0.24' 'pytest-benchmark>=5' 'pyyaml>=6' 'requests>=2.31' \
+STRANDS_TEST_DEPS := 'opentelemetry-distro>=0.60b0' 'pytest>=8' 'pytest-asyncio>=0.24' 'pytest-benchmark>=5' 'pyyaml>=6' 'requests>=2.31' \
 	'opentelemetry-exporter-otlp-proto-http>=1.39' 'opentelemetry-instrumentation-threading>=0.60b0'
 venv-strands: $(VENV_STRANDS)/.installed
 $(VENV_STRANDS)/.installed: pyproject.toml examples/pyproject.toml
