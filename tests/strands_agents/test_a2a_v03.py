@@ -118,3 +118,23 @@ async def test_a2a_agent_starts_a_new_remote_conversation_every_call(instrumento
     assert in_turn_1.attributes["agent_identity.parent.conversation.id"] == "conv-orch"
     assert PREVIOUS not in in_turn_1.attributes
     assert in_turn_2.attributes[PREVIOUS] == in_turn_1.attributes[CONV]  # the delegate restarted: visible
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["send", "stream"])
+async def test_a_failed_remote_task_fails_both_sides(instrumentor, exporter, streaming):
+    def failing(context_id):
+        model = OfflineModel(fail=RuntimeError("down"))
+        return Agent(name="specialist", description="Fails.", model=model, callback_handler=None)
+
+    with serving(failing) as url:
+        async with httpx.AsyncClient(timeout=30) as http:
+            card = await A2ACardResolver(http, url).get_agent_card()
+            client = ClientFactory(ClientConfig(httpx_client=http, streaming=streaming)).create(card)
+            events = [e async for e in client.send_message(_message("hello"))]
+    assert events[-1][0].status.state == "failed"  # the call succeeded, the delegated work did not
+    (c,) = _by_name(exporter, "invoke_agent specialist", SpanKind.CLIENT)
+    (s,) = _by_name(exporter, "SendStreamingMessage" if streaming else "SendMessage", SpanKind.SERVER)
+    (r,) = _by_name(exporter, "invoke_agent specialist", SpanKind.INTERNAL)
+    for span in (c, s):
+        assert not span.status.is_ok and span.attributes["error.type"] == "TASK_STATE_FAILED"
+    assert not r.status.is_ok and r.attributes[EXEC] and r.context.trace_id == c.context.trace_id
