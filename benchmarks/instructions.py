@@ -47,8 +47,8 @@ def _marker() -> None:
 
 # -- workloads: name -> (make(mode) -> callable, modes) ----------------------------------------------
 # each framework is imported by its own workloads only (Google ADK runs in .venv-adk, Strands in
-# .venv-strands, without Agent Framework): these are imported before counting starts when one of their workloads is selected, and
-# their workloads are skipped where the framework is not installed
+# .venv-strands, without Agent Framework): these are imported before counting starts when one of
+# their workloads is selected, and their workloads are skipped where the framework is not installed
 PREIMPORT = {
     "AF ": ("agent_framework", "offline_chat"),
     "Google ADK": ("google.adk.runners", "offline_adk"),
