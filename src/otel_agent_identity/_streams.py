@@ -401,37 +401,45 @@ class _InContext:
                 error = exc
 
 
-async def context_async_generator(agen, owner: Shapes):
+class _InOwnContext:
+    """An async generator's ``asend``/``athrow``/``aclose``, each step run in ``ctx`` (:class:`_InContext`)."""
+
+    __slots__ = ("agen", "ctx")
+
+    def __init__(self, agen: Any, ctx: contextvars.Context) -> None:
+        self.agen, self.ctx = agen, ctx
+
+    def asend(self, value: Any) -> _InContext:
+        return _InContext(self.agen.asend(value), self.ctx)
+
+    def athrow(self, error: BaseException) -> _InContext:
+        return _InContext(self.agen.athrow(error), self.ctx)
+
+    def aclose(self) -> _InContext:
+        return _InContext(self.agen.aclose(), self.ctx)
+
+
+class _FinishOnly(Shapes):
+    """``owner``'s finish, and no context of its own to enter (the steps run in one already)."""
+
+    __slots__ = ("owner",)
+
+    def __init__(self, owner: Any) -> None:
+        self.owner = owner
+
+    def enter(self) -> None:
+        return None
+
+    def exit(self, token: Any) -> None:
+        pass
+
+    def finish(self, result: Any = None, error: BaseException | None = None) -> None:
+        self.owner.finish(result=result, error=error)
+
+
+def context_async_generator(agen, owner: Shapes):
     """Like :func:`scoped_async_generator`, for a framework that attaches its own context across
     its ``yield``s (Strands' ``use_span`` around its event loop): every step of ``agen`` runs in
-    one context of the owner's own (:meth:`Shapes.context`), as :func:`scoped_generator`'s do, so
-    what a step attaches is current in the next step and never in the caller's code."""
-    ctx = owner.context()
-    error: BaseException | None = None
-    try:
-        sent, thrown = None, None
-        while True:
-            try:
-                item = await _InContext(agen.athrow(thrown) if thrown is not None else agen.asend(sent), ctx)
-            except StopAsyncIteration:
-                return
-            except BaseException as exc:
-                error = exc
-                raise
-            sent, thrown = None, None
-            try:
-                sent = yield item
-            except GeneratorExit:
-                raise
-            except BaseException as exc:
-                thrown = exc
-    finally:
-        try:
-            if error is None:
-                try:
-                    await _InContext(agen.aclose(), ctx)
-                except BaseException as exc:
-                    error = exc
-                    raise
-        finally:
-            owner.finish(error=error)
+    one context of the owner's own (:meth:`Shapes.context`, taken now), as :func:`scoped_generator`'s
+    do, so what a step attaches is current in the next step and never in the caller's code."""
+    return scoped_async_generator(_InOwnContext(agen, owner.context()), _FinishOnly(owner))
