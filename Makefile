@@ -8,7 +8,7 @@ ZIPKIN_VERSION := 3.6.1
 ZIPKIN_JAR := .cache/zipkin/zipkin-server-$(ZIPKIN_VERSION)-exec.jar
 
 .PHONY: demo test lint venv venv-adk venv-strands test-python test-adk test-strands test-go test-rules bench system-deps collector clean zipkin \
-	test-dist screenshots test-peers test-peers-full
+	test-dist screenshots test-peers test-peers-full test-peers-strands
 
 venv: $(VENV)/.installed
 # examples/ is installed editable beside the package: its offline models, shared by the examples,
@@ -32,7 +32,8 @@ $(VENV_ADK)/.installed: pyproject.toml examples/pyproject.toml
 # mcp 2.3+): its own venv, its own tests, which also run the a2a adapter's a2a-sdk 0.3 tests.
 VENV_STRANDS ?= .venv-strands
 STRANDS_TEST_DEPS := 'opentelemetry-distro>=0.60b0' 'pytest>=8' 'pytest-asyncio>=0.24' 'pytest-benchmark>=5' 'pyyaml>=6' 'requests>=2.31' \
-	'opentelemetry-exporter-otlp-proto-http>=1.39' 'opentelemetry-instrumentation-threading>=0.60b0'
+	'opentelemetry-exporter-otlp-proto-http>=1.39' 'opentelemetry-instrumentation-threading>=0.60b0' \
+	'moto>=5.1,<6'  # Strands' own suite (test-peers-strands) imports it
 venv-strands: $(VENV_STRANDS)/.installed
 $(VENV_STRANDS)/.installed: pyproject.toml examples/pyproject.toml
 	$(PYTHON) -m venv $(VENV_STRANDS)
@@ -59,7 +60,8 @@ $(ZIPKIN_JAR):
 demo: venv collector zipkin
 	$(PY) examples/demo.py
 
-test: venv collector system-deps zipkin lint test-go test-rules test-python test-adk test-strands test-dist test-peers
+test: venv collector system-deps zipkin lint test-go test-rules test-python test-adk test-strands test-dist test-peers \
+	test-peers-strands
 
 # ruff (lint and format) and mypy, as configured in pyproject.toml: a violation fails make test (and CI)
 LINTED := src tests benchmarks examples
@@ -96,6 +98,10 @@ test-peers: $(PEERS_VENV)/.installed
 
 test-peers-full: $(PEERS_VENV)/.installed
 	$(PEERS_VENV)/bin/python tests/peers/peers.py --full
+
+# Strands Agents' own suite in .venv-strands (a2a-sdk 0.3 there): the subset, or FULL=1 for all of tests/strands
+test-peers-strands: venv-strands
+	$(VENV_STRANDS)/bin/python tests/peers/peers.py --only strands $(if $(FULL),--full)
 
 # The wheel and sdist a release would upload, built in an isolated env and checked by twine.
 test-dist: venv

@@ -105,12 +105,12 @@ PEERS = {
         provider=False,
     ),
     # Strands Agents (in .venv-strands: its a2a extra pins a2a-sdk 0.3; `make test-peers-strands`),
-    # offline with its own mocked models and moto. The subset: the Agent, agent-as-tool, A2AAgent,
-    # Swarm, Graph, A2A server/executor and tracer tests (what the adapter wraps and enriches).
+    # offline with its own mocked models and moto. The subset: agent-as-tool, A2AAgent, Swarm,
+    # Graph, A2A server/executor and tracer tests (what the adapter wraps and enriches);
+    # tests/strands/agent/test_agent.py (181 tests, the Agent itself) in the full run only.
     "strands": Peer(
         "strands-agents",
         subset=(
-            "tests/strands/agent/test_agent.py",
             "tests/strands/agent/test_agent_as_tool.py",
             "tests/strands/agent/test_a2a_agent.py",
             "tests/strands/multiagent",
