@@ -225,3 +225,22 @@ def test_strands_own_context_stays_current_across_its_steps(instrumentor, export
     agent = _agent(tmp_path, "s-bag", tools=[lookup], baggage_attributes={"tenant": "t-1"})
     assert seen(agent("Paris")) == 3
     assert seen_baggage == ["t-1"] and baggage.get_baggage("tenant") is None
+
+
+def test_a_sync_call_in_a_tool_is_a_delegation_in_strands_thread(instrumentor, exporter, tmp_path):
+    """``other(prompt)`` inside a tool: Strands runs it with ``asyncio.run`` in a thread of its own
+    (a copy of the caller's context): a nested run of the tool's agent, a delegation."""
+    helper = Agent(name="helper2", model=OfflineModel(), callback_handler=None)
+
+    @tool
+    def consult(input: str) -> str:
+        """Consults the helper synchronously."""
+        return str(helper(input))
+
+    boss = _agent(tmp_path, "conv-sync", name="boss", model=OfflineModel(), tools=[consult])
+    assert seen(boss("hi")) == 3
+    (outer,) = _runs(exporter, "boss")
+    (inner,) = _runs(exporter, "helper2")
+    assert inner.attributes[PARENT_EXEC] == outer.attributes[EXEC] and len(inner.attributes[DELEG]) == 32
+    assert inner.attributes[PARENT_CONV] == "conv-sync" and CONV not in inner.attributes
+    assert inner.context.trace_id == outer.context.trace_id
