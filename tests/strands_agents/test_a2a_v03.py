@@ -138,3 +138,36 @@ async def test_a_failed_remote_task_fails_both_sides(instrumentor, exporter, str
     for span in (c, s):
         assert not span.status.is_ok and span.attributes["error.type"] == "TASK_STATE_FAILED"
     assert not r.status.is_ok and r.attributes[EXEC] and r.context.trace_id == c.context.trace_id
+
+
+def test_traceparent_joins_the_callers_own_headers_without_changing_its_context():
+    from a2a.client.middleware import ClientCallContext
+    from opentelemetry import trace as otel_trace
+    from opentelemetry.sdk.trace import TracerProvider
+
+    from otel_agent_identity.adapters.a2a import v03
+
+    mine = ClientCallContext(state={"http_kwargs": {"headers": {"authorization": "Bearer t"}, "timeout": 5}, "k": 1})
+    with TracerProvider().get_tracer("t").start_as_current_span("send") as span:
+        sent = v03.inject_trace_context(mine)
+    headers = sent.state["http_kwargs"]["headers"]
+    assert headers["authorization"] == "Bearer t" and sent.state["http_kwargs"]["timeout"] == 5 and sent.state["k"] == 1
+    assert headers["traceparent"].split("-")[2] == format(span.get_span_context().span_id, "016x")
+    assert mine.state == {"http_kwargs": {"headers": {"authorization": "Bearer t"}, "timeout": 5}, "k": 1}
+    assert v03.inject_trace_context(mine) is mine  # no current span: nothing to send, the caller's own
+    assert otel_trace.get_current_span() is otel_trace.INVALID_SPAN
+
+
+def test_0_3_events_read_as_1_x_ones():
+    from a2a.types import Task, TaskState, TaskStatus, TaskStatusUpdateEvent
+
+    from otel_agent_identity.adapters.a2a.attributes import event_facts
+
+    task = Task(id="t-1", context_id="c-1", status=TaskStatus(state=TaskState.input_required))
+    update = TaskStatusUpdateEvent(
+        task_id="t-1", context_id="c-1", status=TaskStatus(state=TaskState.completed), final=True
+    )
+    want = {"context_id": "c-1", "task_id": "t-1", "state": "TASK_STATE_INPUT_REQUIRED"}
+    assert event_facts((task, None)) == event_facts((task, update)) == event_facts(task) == want  # the client's Task
+    assert event_facts(update) == {**want, "state": "TASK_STATE_COMPLETED"}  # the server's event
+    assert event_facts(_message("hi", "c-2")) == {"context_id": "c-2"}
