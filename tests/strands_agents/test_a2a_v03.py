@@ -79,7 +79,34 @@ async def test_plain_client_continues_the_context_it_sends(instrumentor, exporte
         assert DELEG not in s.attributes and DELEG not in r.attributes  # identity stays in the caller
 
 
-async def test_a2a_agent_starts_a_new_remote_conversation_every_call(instrumentor, exporter, tmp_path):
+@pytest.fixture
+def metric_reader(tracer_provider, exporter):
+    """The instrumentor on, its counters on a meter provider read by the test."""
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+    from otel_agent_identity import AgentIdentityInstrumentor
+
+    reader = InMemoryMetricReader()
+    inst = AgentIdentityInstrumentor()
+    inst.instrument(tracer_provider=tracer_provider, meter_provider=MeterProvider(metric_readers=[reader]))
+    yield reader
+    inst.uninstrument()
+
+
+def _points(reader, name):
+    data = reader.get_metrics_data()
+    return [
+        p
+        for rm in data.resource_metrics
+        for sm in rm.scope_metrics
+        for m in sm.metrics
+        if m.name == name
+        for p in m.data.data_points
+    ]
+
+
+async def test_a2a_agent_starts_a_new_remote_conversation_every_call(metric_reader, exporter, tmp_path):
     """Strands' ``A2AAgent`` never sends a contextId: each call lands in a new server context, whose
     agent starts from nothing (its model saw 1 message, ``resumed`` false). Inside the caller's
     conversation the second call is marked with the context the first one was in."""
@@ -118,6 +145,9 @@ async def test_a2a_agent_starts_a_new_remote_conversation_every_call(instrumento
     assert in_turn_1.attributes["agent_identity.parent.conversation.id"] == "conv-orch"
     assert PREVIOUS not in in_turn_1.attributes
     assert in_turn_2.attributes[PREVIOUS] == in_turn_1.attributes[CONV]  # the delegate restarted: visible
+    (restarts,) = _points(metric_reader, "agent_identity.delegate.restarts")
+    assert restarts.value == 1 and restarts.attributes["framework"] == "strands"
+    assert restarts.attributes["agent"] == "specialist"
 
 
 @pytest.mark.parametrize("streaming", [False, True], ids=["send", "stream"])
