@@ -130,8 +130,12 @@ def _run_wrapper(handler: RunHandler, kind: str):
         except BaseException as exc:
             run.finish(error=exc)
             raise
-        stream = context_async_generator(agen, run)
-        weakref.finalize(stream, run.finish)  # dropped before its first step: never ran its finally
+        try:
+            stream = context_async_generator(agen, run)
+            weakref.finalize(stream, run.finish)  # dropped before its first step: never ran its finally
+        except Exception:
+            run.finish()
+            return agen
         return stream
 
     return wrapper
