@@ -7,8 +7,8 @@ COLLECTOR_BIN := collector/_build/otelcol-agentidentity
 ZIPKIN_VERSION := 3.6.1
 ZIPKIN_JAR := .cache/zipkin/zipkin-server-$(ZIPKIN_VERSION)-exec.jar
 
-.PHONY: demo test lint venv venv-adk test-python test-adk test-go test-rules bench system-deps collector clean zipkin \
-	test-dist screenshots test-peers test-peers-full
+.PHONY: demo test lint venv venv-adk venv-strands test-python test-adk test-strands test-go test-rules bench system-deps collector clean zipkin \
+	test-dist screenshots test-peers test-peers-full test-peers-strands
 
 venv: $(VENV)/.installed
 # examples/ is installed editable beside the package: its offline models, shared by the examples,
@@ -26,6 +26,19 @@ $(VENV_ADK)/.installed: pyproject.toml examples/pyproject.toml
 	$(PYTHON) -m venv $(VENV_ADK)
 	$(VENV_ADK)/bin/python -m pip install -q --upgrade pip
 	$(VENV_ADK)/bin/python -m pip install -q -e '.[a2a,mcp,google-adk,test]' -e examples
+	touch $@
+
+# Strands Agents: its a2a extra pins a2a-sdk 0.3 and it pins mcp < 2.2 (the main venv has a2a-sdk 1.x and
+# mcp 2.3+): its own venv, its own tests, which also run the a2a adapter's a2a-sdk 0.3 tests.
+VENV_STRANDS ?= .venv-strands
+STRANDS_TEST_DEPS := 'opentelemetry-distro>=0.60b0' 'pytest>=8' 'pytest-asyncio>=0.24' 'pytest-benchmark>=5' 'pyyaml>=6' 'requests>=2.31' \
+	'opentelemetry-exporter-otlp-proto-http>=1.39' 'opentelemetry-instrumentation-threading>=0.60b0' \
+	'moto>=5.1,<6'  # Strands' own suite (test-peers-strands) imports it
+venv-strands: $(VENV_STRANDS)/.installed
+$(VENV_STRANDS)/.installed: pyproject.toml examples/pyproject.toml
+	$(PYTHON) -m venv $(VENV_STRANDS)
+	$(VENV_STRANDS)/bin/python -m pip install -q --upgrade pip
+	$(VENV_STRANDS)/bin/python -m pip install -q -e '.[strands]' -e examples 'strands-agents[a2a]>=1.62,<2' $(STRANDS_TEST_DEPS)
 	touch $@
 
 # Debian packages the tests need (promtool and prometheus for the alert-rule and scrape tests).
@@ -47,7 +60,8 @@ $(ZIPKIN_JAR):
 demo: venv collector zipkin
 	$(PY) examples/demo.py
 
-test: venv collector system-deps zipkin lint test-go test-rules test-python test-adk test-dist test-peers
+test: venv collector system-deps zipkin lint test-go test-rules test-python test-adk test-strands test-dist test-peers \
+	test-peers-strands
 
 # ruff (lint and format) and mypy, as configured in pyproject.toml: a violation fails make test (and CI)
 LINTED := src tests benchmarks examples
@@ -57,10 +71,13 @@ lint: venv
 	$(VENV)/bin/mypy
 
 test-python: venv
-	AGENT_IDENTITY_COLLECTOR=$(abspath $(COLLECTOR_BIN)) $(PY) -m pytest --ignore=tests/google_adk
+	AGENT_IDENTITY_COLLECTOR=$(abspath $(COLLECTOR_BIN)) $(PY) -m pytest --ignore=tests/google_adk --ignore=tests/strands_agents
 
 test-adk: venv-adk
 	AGENT_IDENTITY_COLLECTOR=$(abspath $(COLLECTOR_BIN)) $(VENV_ADK)/bin/python -m pytest tests/google_adk
+
+test-strands: venv-strands
+	AGENT_IDENTITY_COLLECTOR=$(abspath $(COLLECTOR_BIN)) $(VENV_STRANDS)/bin/python -m pytest tests/strands_agents
 
 # The frameworks' own test suites (their source distributions, tests/peers/peers.py), run without and
 # with the plugin: fails on a test that passes without it and fails with it. `test-peers` runs the
@@ -82,6 +99,10 @@ test-peers: $(PEERS_VENV)/.installed
 test-peers-full: $(PEERS_VENV)/.installed
 	$(PEERS_VENV)/bin/python tests/peers/peers.py --full
 
+# Strands Agents' own suite in .venv-strands (a2a-sdk 0.3 there): the subset, or FULL=1 for all of tests/strands
+test-peers-strands: venv-strands
+	$(VENV_STRANDS)/bin/python tests/peers/peers.py --only strands $(if $(FULL),--full)
+
 # The wheel and sdist a release would upload, built in an isolated env and checked by twine.
 test-dist: venv
 	rm -rf dist && mkdir dist
@@ -95,7 +116,7 @@ screenshots: venv collector zipkin system-deps
 
 # Per-run and per-span cost: instructions (callgrind, load-independent) and thread CPU time, every
 # variant interleaved in one process, as ratios to a bare SDK span (see docs/benchmarks.md).
-bench: venv venv-adk collector
+bench: venv venv-adk venv-strands collector
 	@command -v valgrind >/dev/null || \
 	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq valgrind >/dev/null; }
 	$(PY) benchmarks/instructions.py --control
@@ -105,11 +126,16 @@ bench: venv venv-adk collector
 	  openinference-instrumentation-google-adk openinference-instrumentation openinference-semantic-conventions
 	PYTHONPATH=$(CURDIR)/.cache/openinference-adk $(VENV_ADK)/bin/python benchmarks/instructions.py \
 	  --only 'Google ADK' --control
+	# Strands in its own venv, beside OpenInference's span processor for it (a peer, kept out of the venv too)
+	$(VENV_STRANDS)/bin/python -m pip install -q --upgrade --no-deps --target .cache/openinference-strands \
+	  openinference-instrumentation-strands-agents openinference-instrumentation openinference-semantic-conventions
+	PYTHONPATH=$(CURDIR)/.cache/openinference-strands $(VENV_STRANDS)/bin/python benchmarks/instructions.py \
+	  --only 'Strands' --control
 	$(PY) benchmarks/instructions.py --wall --rounds 15
 	$(PY) -m pytest benchmarks --benchmark-only --benchmark-columns=min,median,mean,ops --benchmark-sort=name
 	cd collector/processor/agentidentityprocessor && go test -run '^$$' -bench . -benchmem
 
 clean:
-	rm -rf $(VENV) $(VENV_ADK) collector/_build
+	rm -rf $(VENV) $(VENV_ADK) $(VENV_STRANDS) collector/_build
 
 -include collector/collector.mk

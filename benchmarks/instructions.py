@@ -46,10 +46,14 @@ def _marker() -> None:
 
 
 # -- workloads: name -> (make(mode) -> callable, modes) ----------------------------------------------
-# each framework is imported by its own workloads only (Google ADK runs in .venv-adk, without Agent
-# Framework): these are imported before counting starts when one of their workloads is selected, and
-# their workloads are skipped where the framework is not installed
-PREIMPORT = {"AF ": ("agent_framework", "offline_chat"), "Google ADK": ("google.adk.runners", "offline_adk")}
+# each framework is imported by its own workloads only (Google ADK runs in .venv-adk, Strands in
+# .venv-strands, without Agent Framework): these are imported before counting starts when one of
+# their workloads is selected, and their workloads are skipped where the framework is not installed
+PREIMPORT = {
+    "AF ": ("agent_framework", "offline_chat"),
+    "Google ADK": ("google.adk.runners", "offline_adk"),
+    "Strands": ("strands", "offline_strands"),
+}
 
 
 def _installed(module: str) -> bool:
@@ -227,6 +231,20 @@ def _workloads():
 
     w["Google ADK Runner.run_async"] = adk
 
+    def strands():  # one turn of an agent without a session manager, its messages cleared each turn
+        from offline_strands import OfflineModel
+        from strands import Agent as SAgent
+
+        agent = SAgent(name="bench", model=OfflineModel(), callback_handler=None)
+
+        def turn():
+            agent.messages.clear()
+            run(agent.invoke_async("hello"))
+
+        return turn
+
+    w["Strands Agent.invoke_async"] = strands
+
     def a2a_send(streaming=False):  # a real client and server in one process (httpx's ASGI transport)
         # a2a-sdk's own ~35 spans per request off, as in the demo (read when a2a-sdk is first imported)
         os.environ.setdefault("OTEL_INSTRUMENTATION_A2A_SDK_ENABLED", "false")
@@ -289,6 +307,7 @@ INSTRUMENTED = {
     "Pydantic AI Agent.run",
     "Pydantic AI Agent.run, native spans",
     "Google ADK Runner.run_async",
+    "Strands Agent.invoke_async",
     "A2A send",
     "A2A send, streamed",
 }
@@ -297,9 +316,17 @@ PEERS = {"Pydantic AI native spans, OpenInference processor": "Pydantic AI nativ
 #: for the child span: bare = our processor registered but outside any run (the SDK calls it on every
 #: span); ours = the same span inside a run's scope, stamped
 PAIRS = {"child span, in a run scope": "child span"}
-#: a peer's instrumentor, not a dependency (pip install it): measured in a process of its own, set up
-#: as bare and instrumented by it once, before anything is built, on the workloads it instruments
-PEER_MODES = {"openinference": ("Google ADK", "openinference.instrumentation.google_adk", "GoogleADKInstrumentor")}
+#: a peer's instrumentor (or span processor, added to the provider), not a dependency (pip install
+#: it): measured in a process of its own, set up as bare and instrumented by it once, before anything
+#: is built, on the workloads it instruments
+PEER_MODES = {
+    "openinference": ("Google ADK", "openinference.instrumentation.google_adk", "GoogleADKInstrumentor"),
+    "openinference-strands": (
+        "Strands",
+        "openinference.instrumentation.strands_agents",
+        "StrandsAgentsToOpenInferenceProcessor",
+    ),
+}
 
 
 def _selected(name: str, only: set) -> bool:
@@ -323,7 +350,11 @@ def child_main(mode: str, rounds: int, n: int, only: set, labels_path: str, wall
         inst.uninstrument()
     if mode in PEER_MODES:
         peer_workloads, module, cls = PEER_MODES[mode]
-        getattr(importlib.import_module(module), cls)().instrument(tracer_provider=PROVIDER)
+        peer = getattr(importlib.import_module(module), cls)()
+        if hasattr(peer, "instrument"):
+            peer.instrument(tracer_provider=PROVIDER)
+        else:  # a span processor (OpenInference's Strands one rewrites Strands' own spans)
+            PROVIDER.add_span_processor(peer)
     variants = []
     for name, make in _workloads().items():
         if not _selected(name, only) or not all(

@@ -14,7 +14,7 @@ import contextvars
 import inspect
 import logging
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from types import AsyncGeneratorType, CoroutineType, FunctionType, GeneratorType
 from typing import Any
 
@@ -373,3 +373,73 @@ async def scoped_async_generator(agen, owner: Shapes):
                     owner.exit(tokens)
         finally:
             owner.finish(error=error)
+
+
+class _InContext:
+    """An awaitable that runs every step of ``coro`` (a coroutine, or an async generator's
+    ``asend``/``athrow``/``aclose`` awaitable) with ``Context.run`` in ``ctx``: what the coroutine
+    attaches stays in ``ctx``, across its own suspensions, and never reaches the awaiting task."""
+
+    __slots__ = ("coro", "ctx")
+
+    def __init__(self, coro: Any, ctx: contextvars.Context) -> None:
+        self.coro, self.ctx = coro, ctx
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        run, coro = self.ctx.run, self.coro
+        value: Any = None
+        error: BaseException | None = None
+        while True:
+            try:
+                future = run(coro.send, value) if error is None else run(coro.throw, error)
+            except StopIteration as stop:
+                return stop.value
+            value, error = None, None
+            try:
+                value = yield future
+            except BaseException as exc:  # a cancellation of the awaiting task: handed to coro
+                error = exc
+
+
+class _InOwnContext:
+    """An async generator's ``asend``/``athrow``/``aclose``, each step run in ``ctx`` (:class:`_InContext`)."""
+
+    __slots__ = ("agen", "ctx")
+
+    def __init__(self, agen: Any, ctx: contextvars.Context) -> None:
+        self.agen, self.ctx = agen, ctx
+
+    def asend(self, value: Any) -> _InContext:
+        return _InContext(self.agen.asend(value), self.ctx)
+
+    def athrow(self, error: BaseException) -> _InContext:
+        return _InContext(self.agen.athrow(error), self.ctx)
+
+    def aclose(self) -> _InContext:
+        return _InContext(self.agen.aclose(), self.ctx)
+
+
+class _FinishOnly(Shapes):
+    """``owner``'s finish, and no context of its own to enter (the steps run in one already)."""
+
+    __slots__ = ("owner",)
+
+    def __init__(self, owner: Any) -> None:
+        self.owner = owner
+
+    def enter(self) -> None:
+        return None
+
+    def exit(self, token: Any) -> None:
+        pass
+
+    def finish(self, result: Any = None, error: BaseException | None = None) -> None:
+        self.owner.finish(result=result, error=error)
+
+
+def context_async_generator(agen, owner: Shapes):
+    """Like :func:`scoped_async_generator`, for a framework that attaches its own context across
+    its ``yield``s (Strands' ``use_span`` around its event loop): every step of ``agen`` runs in
+    one context of the owner's own (:meth:`Shapes.context`, taken now), as :func:`scoped_generator`'s
+    do, so what a step attaches is current in the next step and never in the caller's code."""
+    return scoped_async_generator(_InOwnContext(agen, owner.context()), _FinishOnly(owner))

@@ -18,11 +18,12 @@ SCHEMA_URL = Schemas.V1_37_0.value
 _instruments: tuple[str, ...] = ()
 _instruments_any = (
     "agent-framework-core >= 1.23, < 2",
-    "a2a-sdk >= 1.3, < 2",
+    "a2a-sdk >= 0.3, < 2, != 1.0.*, != 1.1.*, != 1.2.*",
     "mcp >= 2.3, < 3",
     "agno >= 3.1, < 4",
     "langgraph >= 1.0, < 2",
     "openai-agents >= 0.24, < 0.25",
     "pydantic-ai-slim >= 2.68, < 3",
     "google-adk >= 2.13, < 3",
+    "strands-agents >= 1.62, < 2",
 )

@@ -22,7 +22,7 @@ import tarfile
 import time
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
-from importlib.metadata import version
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -103,6 +103,20 @@ PEERS = {
         options=("-p", "no:asyncio"),
         paths=("examples",),
         provider=False,
+    ),
+    # Strands Agents (in .venv-strands: its a2a extra pins a2a-sdk 0.3; `make test-peers-strands`),
+    # offline with its own mocked models and moto. The subset: agent-as-tool, A2AAgent, Swarm,
+    # Graph, A2A server/executor and tracer tests (what the adapter wraps and enriches);
+    # tests/strands/agent/test_agent.py (181 tests, the Agent itself) in the full run only.
+    "strands": Peer(
+        "strands-agents",
+        subset=(
+            "tests/strands/agent/test_agent_as_tool.py",
+            "tests/strands/agent/test_a2a_agent.py",
+            "tests/strands/multiagent",
+            "tests/strands/telemetry/test_tracer.py",
+        ),
+        full=("tests/strands",),
     ),
 }
 
@@ -234,6 +248,11 @@ def main() -> int:
     options = parser.parse_args()
     failed = False
     for name in options.only or PEERS:
+        try:
+            version(PEERS[name].dist)
+        except PackageNotFoundError:  # a framework of another venv (Strands: .venv-strands)
+            print(json.dumps({"peer": name, "skipped": f"{PEERS[name].dist} is not installed here"}), flush=True)
+            continue
         result = compare(name, options.full, tuple(options.tests))
         print(json.dumps(result), flush=True)
         failed |= bool(result["regressions"]) or result["without"]["passed"] == 0

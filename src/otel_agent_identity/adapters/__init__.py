@@ -12,6 +12,7 @@ ADAPTERS = {
     "openai_agents": "otel_agent_identity.adapters.openai_agents",
     "pydantic_ai": "otel_agent_identity.adapters.pydantic_ai",
     "google_adk": "otel_agent_identity.adapters.google_adk",
+    "strands": "otel_agent_identity.adapters.strands",
     "http": "otel_agent_identity.adapters.http_clients",
 }
 
@@ -44,6 +45,10 @@ HOOKS = (
     ("agents", "openai_agents", "instrument"),
     ("pydantic_ai", "pydantic_ai", "instrument"),
     ("google.adk.runners", "google_adk", "instrument"),
+    ("strands", "strands", "instrument"),  # Strands: Agent; Swarm and Graph as their modules load
+    ("strands.multiagent.swarm", "strands", "instrument"),
+    ("strands.multiagent.graph", "strands", "instrument"),
+    ("strands.agent.a2a_agent", "strands", "instrument_a2a_agent"),
     ("httpcore", "http", "instrument"),
     ("httpcore2", "http", "instrument"),
     ("requests.adapters", "http", "instrument"),

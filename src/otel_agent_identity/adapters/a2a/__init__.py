@@ -1,4 +1,5 @@
-"""a2a-sdk (>= 1.3, protocol 1.0): every ``SendMessage`` is a delegation, both sides in one trace.
+"""a2a-sdk (>= 1.3, protocol 1.0; 0.3, protocol 0.3: :mod:`.v03`): every ``SendMessage`` is a
+delegation, both sides in one trace.
 
 Client (``a2a.client.base_client.BaseClient.send_message``, which Agent Framework's ``A2AAgent``
 also calls): injects W3C ``traceparent`` (only trace context, never baggage: identity crossing a
@@ -32,12 +33,13 @@ import sys
 
 from otel_agent_identity._runs import RunHandler
 from otel_agent_identity.adapters._base import Wrapped
+from otel_agent_identity.adapters.a2a import v03
 from otel_agent_identity.adapters.a2a.client import NAME, SendTarget, context_rule, inject_trace_context, send_wrapper
 from otel_agent_identity.adapters.a2a.server import dispatch_wrapper, server_wrapper
 
 __all__ = ["NAME", "REQUIREMENTS", "SendTarget", "context_rule", "inject_trace_context", "uninstrument"]
 
-REQUIREMENTS = ("a2a-sdk >= 1.3, < 2",)
+REQUIREMENTS = ("a2a-sdk >= 0.3, < 2, != 1.0.*, != 1.1.*, != 1.2.*",)  # 0.3.x (.v03) or 1.3+
 
 _wrapped = Wrapped()
 
@@ -45,13 +47,14 @@ _wrapped = Wrapped()
 def instrument_client(handler: RunHandler) -> None:
     """Wrap ``BaseClient.send_message`` (module ``a2a.client.base_client``, imported by the application)."""
     base = importlib.import_module("a2a.client.base_client")
-    _wrapped.wrap(base.BaseClient, "send_message", send_wrapper(handler))
+    _wrapped.wrap(base.BaseClient, "send_message", (v03.send_wrapper if v03.installed() else send_wrapper)(handler))
 
 
 #: the server request handlers, each wrapped when the application imports its module
 _SERVER_TARGETS = (
     ("a2a.server.request_handlers.default_request_handler_v2", "DefaultRequestHandlerV2"),
     ("a2a.server.request_handlers.default_request_handler", "LegacyRequestHandler"),
+    ("a2a.server.request_handlers.default_request_handler", "DefaultRequestHandler"),  # a2a-sdk 0.3
 )
 
 

@@ -136,7 +136,10 @@ def _endpoint_attributes(client: Any) -> dict[str, Any]:
 
 def event_facts(item: Any) -> dict[str, Any]:
     """``{"context_id", "task_id", "state"}`` (each optional) of a response: a ``StreamResponse``
-    (client), or a ``Task`` / ``Message`` / update event (server)."""
+    (client), or a ``Task`` / ``Message`` / update event (server); a2a-sdk 0.3: a ``(Task, update)``
+    client event, pydantic objects, ``TaskState`` values as their 1.x names (``TASK_STATE_COMPLETED``)."""
+    if type(item) is tuple and item:  # a2a-sdk 0.3 client: (Task with the update applied, update or None)
+        item = item[0]
     payload = item
     which = getattr(item, "WhichOneof", None)
     if callable(which):
@@ -156,7 +159,9 @@ def event_facts(item: Any) -> dict[str, Any]:
     if task_id:
         out["task_id"] = task_id
     state = getattr(getattr(payload, "status", None), "state", None)
-    if isinstance(state, int) and state:
+    if isinstance(state, str) and state:  # a2a-sdk 0.3: a str enum ("input-required"), named as in 1.x
+        out["state"] = "TASK_STATE_" + str.__str__(state).upper().replace("-", "_")
+    elif isinstance(state, int) and state:
         try:
             from a2a.types import TaskState
 

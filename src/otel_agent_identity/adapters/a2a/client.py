@@ -121,7 +121,7 @@ def _begin_send(handler: RunHandler, client: Any, args: tuple, kwargs: dict):
         span.set_attributes(request_attrs)
         set_trusted(span, {attrs.DELEGATION_ID: did})
         kwargs["context"] = inject_trace_context(kwargs.get("context"))
-        memo = _check_restart(span, scope.parent_conversation_id, client, message, "agent_framework")
+        memo = _check_restart(span, scope.parent_conversation_id, client, message, _a2a_agent_framework(scope))
         return None, kwargs, _Responses(span, scope, None, requested, memo)
     outer = scope
     name = facts.card_name(client)
@@ -151,6 +151,11 @@ def _begin_send(handler: RunHandler, client: Any, args: tuple, kwargs: dict):
     seen.span, seen.scope = run.span, run.scope
     seen.memo = _check_restart(run.span, outer.conversation_id if outer else None, client, message, NAME)
     return run, kwargs, seen
+
+
+def _a2a_agent_framework(scope: Any) -> str:
+    """The framework label of an ``A2AAgent`` run's send: ``strands`` or ``agent_framework``."""
+    return "strands" if type(scope.owner).__module__.startswith("strands.") else "agent_framework"
 
 
 def _remote_key(client: Any) -> str | None:
