@@ -7,7 +7,7 @@ COLLECTOR_BIN := collector/_build/otelcol-agentidentity
 ZIPKIN_VERSION := 3.6.1
 ZIPKIN_JAR := .cache/zipkin/zipkin-server-$(ZIPKIN_VERSION)-exec.jar
 
-.PHONY: demo test lint venv venv-adk test-python test-adk test-go test-rules bench system-deps collector clean zipkin \
+.PHONY: demo test lint venv venv-adk venv-crewai test-python test-adk test-crewai test-go test-rules bench system-deps collector clean zipkin \
 	test-dist screenshots test-peers test-peers-full
 
 venv: $(VENV)/.installed
@@ -26,6 +26,16 @@ $(VENV_ADK)/.installed: pyproject.toml examples/pyproject.toml
 	$(PYTHON) -m venv $(VENV_ADK)
 	$(VENV_ADK)/bin/python -m pip install -q --upgrade pip
 	$(VENV_ADK)/bin/python -m pip install -q -e '.[a2a,mcp,google-adk,test]' -e examples
+	touch $@
+
+# CrewAI pins pydantic < 2.13 and opentelemetry-sdk >= 1.45.1 (its a2a extra: a2a-sdk 0.3): its own venv,
+# its own tests (about 3.5 min to install, +1.3 GB: lancedb, chromadb, onnxruntime...).
+VENV_CREWAI ?= .venv-crewai
+venv-crewai: $(VENV_CREWAI)/.installed
+$(VENV_CREWAI)/.installed: pyproject.toml examples/pyproject.toml
+	$(PYTHON) -m venv $(VENV_CREWAI)
+	$(VENV_CREWAI)/bin/python -m pip install -q --upgrade pip
+	$(VENV_CREWAI)/bin/python -m pip install -q -e '.[crewai,test]' 'crewai[a2a]' -e examples
 	touch $@
 
 # Debian packages the tests need (promtool and prometheus for the alert-rule and scrape tests).
@@ -47,7 +57,7 @@ $(ZIPKIN_JAR):
 demo: venv collector zipkin
 	$(PY) examples/demo.py
 
-test: venv collector system-deps zipkin lint test-go test-rules test-python test-adk test-dist test-peers
+test: venv collector system-deps zipkin lint test-go test-rules test-python test-adk test-crewai test-dist test-peers
 
 # ruff (lint and format) and mypy, as configured in pyproject.toml: a violation fails make test (and CI)
 LINTED := src tests benchmarks examples
@@ -57,10 +67,13 @@ lint: venv
 	$(VENV)/bin/mypy
 
 test-python: venv
-	AGENT_IDENTITY_COLLECTOR=$(abspath $(COLLECTOR_BIN)) $(PY) -m pytest --ignore=tests/google_adk
+	AGENT_IDENTITY_COLLECTOR=$(abspath $(COLLECTOR_BIN)) $(PY) -m pytest --ignore=tests/google_adk --ignore=tests/crewai
 
 test-adk: venv-adk
 	AGENT_IDENTITY_COLLECTOR=$(abspath $(COLLECTOR_BIN)) $(VENV_ADK)/bin/python -m pytest tests/google_adk
+
+test-crewai: venv-crewai
+	AGENT_IDENTITY_COLLECTOR=$(abspath $(COLLECTOR_BIN)) $(VENV_CREWAI)/bin/python -m pytest tests/crewai -p no:warnings
 
 # The frameworks' own test suites (their source distributions, tests/peers/peers.py), run without and
 # with the plugin: fails on a test that passes without it and fails with it. `test-peers` runs the
@@ -110,6 +123,6 @@ bench: venv venv-adk collector
 	cd collector/processor/agentidentityprocessor && go test -run '^$$' -bench . -benchmem
 
 clean:
-	rm -rf $(VENV) $(VENV_ADK) collector/_build
+	rm -rf $(VENV) $(VENV_ADK) $(VENV_CREWAI) collector/_build
 
 -include collector/collector.mk

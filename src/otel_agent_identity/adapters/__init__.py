@@ -12,6 +12,7 @@ ADAPTERS = {
     "openai_agents": "otel_agent_identity.adapters.openai_agents",
     "pydantic_ai": "otel_agent_identity.adapters.pydantic_ai",
     "google_adk": "otel_agent_identity.adapters.google_adk",
+    "crewai": "otel_agent_identity.adapters.crewai",
     "http": "otel_agent_identity.adapters.http_clients",
 }
 
@@ -44,6 +45,7 @@ HOOKS = (
     ("agents", "openai_agents", "instrument"),
     ("pydantic_ai", "pydantic_ai", "instrument"),
     ("google.adk.runners", "google_adk", "instrument"),
+    ("crewai", "crewai", "instrument"),  # the package: its __init__ imports Crew, Flow and the agent tools
     ("httpcore", "http", "instrument"),
     ("httpcore2", "http", "instrument"),
     ("requests.adapters", "http", "instrument"),

@@ -1,0 +1,237 @@
+"""CrewAI (``crewai`` 1.15+).
+
+Wraps ``Crew.kickoff`` and ``Crew.akickoff`` (``kickoff_async`` and ``kickoff_for_each`` reach
+``kickoff``), ``Flow.kickoff_async`` (``Flow.kickoff``, ``akickoff``, ``handle_turn``,
+``stream_turn`` and ``chat`` reach it) and the coworker tools' ``BaseAgentTool._execute``
+(``Delegate work to coworker``, ``Ask question to coworker``: the delegation tools of agents with
+``allow_delegation`` and of a hierarchical crew's manager). CrewAI emits no spans on the
+application's tracer provider, so each run gets one INTERNAL span: ``invoke_agent {crew name}``
+for a crew (``gen_ai.agent.id`` = ``Crew.id``), ``invoke_agent {flow name}`` for a conversational
+Flow turn, ``invoke_workflow {flow name}`` for another Flow run, ``invoke_agent {coworker role}``
+for a delegation. A streamed kickoff (``stream=True``) runs the crew or flow again, unstreamed, in
+a worker thread that copies the consumer's context: that inner call is the run (the outer one
+only returns the stream), so a stream gets one span, not two.
+
+Conversation id (``gen_ai.conversation.id``, source ``framework``): a conversational Flow turn's
+session id, ``handle_turn(session_id=...)`` else the flow's ``state.id`` (CrewAI passes it to the
+turn's kickoff as ``inputs["id"]``, read there). A ``Crew`` has none (``Crew.id`` is per
+instance, not a conversation): a crew run, a delegation or a plain flow run gets the enclosing
+CrewAI run's id (a crew kicked off in a conversational turn, a coworker in that crew), else none.
+
+Execution id (``agent_identity.execution.id``): CrewAI has no public run id, so each kickoff,
+turn and delegation gets its own. A crew, flow or coworker run inside another run records
+``agent_identity.parent.execution.id``; a delegation has ``agent_identity.delegation.id`` (new
+per coworker call, or ``otel_agent_identity.delegation(key=...)``'s).
+
+State continuity (``agent_identity.conversation.resumed``) of a conversational turn: whether the
+flow's conversation already held messages when CrewAI applied the turn's user message, which it
+does after restoring ``@persist`` state for the session id (``_apply_pending_kickoff_context``,
+observed): ``true`` when the model gets earlier messages (restored, or kept in the same flow
+instance), ``false`` when the turn starts from nothing (a new session, or a restore that found
+nothing). Crew and plain flow runs record none.
+
+CrewAI's own telemetry (anonymous OTLP to CrewAI's servers, its AMP tracing) uses private tracer
+providers: untouched here; ``CREWAI_DISABLE_TELEMETRY=true`` and ``CREWAI_TRACING_ENABLED=false``
+switch it off.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from otel_agent_identity import attributes as attrs
+from otel_agent_identity._runs import RunHandler, SpanSpec, awaiting_run
+from otel_agent_identity.adapters._base import BoundedCache, Wrapped, agent_span_spec, nonempty_str
+from otel_agent_identity.scope import current_scope, new_delegation_id
+
+NAME = "crewai"
+REQUIREMENTS = ("crewai >= 1.15, < 2",)
+PROVIDER = "crewai"
+
+_wrapped = Wrapped()
+#: (kind, type, name, id) -> the run's SpanSpec, built once per crew, flow or coworker
+_SPECS = BoundedCache(1024)
+#: the owners of CrewAI runs (Crew, Flow, BaseAgent), set by :func:`instrument`
+_OWNERS: tuple[type, ...] = ()
+
+
+def _internal(flow: Any) -> bool:
+    """A flow of CrewAI's own (an agent's ``AgentExecutor``), not the application's."""
+    return type(flow).__module__.startswith("crewai.")
+
+
+def session_rule(owner: Any, session: Any, call: Any) -> str | None:
+    """Framework rule: the conversational turn's session id (str, the ``session``), else the
+    enclosing CrewAI run's conversation id (``call.outer``), else None."""
+    if isinstance(session, str) and session:
+        return session
+    outer = call.outer
+    if outer is not None and isinstance(outer.owner, _OWNERS):
+        return outer.conversation_id
+    return None
+
+
+def _spec(kind: str, owner: Any, raw_name: Any, agent_id: Any = None) -> SpanSpec:
+    key = (kind, type(owner), raw_name, agent_id)
+    try:
+        spec = _SPECS.get(key)
+    except TypeError:  # an unhashable name
+        spec = None
+    if spec is not None:
+        return spec
+    name = nonempty_str(raw_name) or type(owner).__name__
+    if kind == "workflow":
+        spec = agent_span_spec(name, PROVIDER, operation=attrs.INVOKE_WORKFLOW, name_key=attrs.GEN_AI_WORKFLOW_NAME)
+    else:
+        spec = agent_span_spec(name, PROVIDER, extra={attrs.GEN_AI_AGENT_ID: agent_id} if agent_id else None)
+    return _SPECS.put(key, spec)
+
+
+def _restoring(args: tuple, kwargs: dict) -> bool:
+    """The kickoff restores a checkpoint (``from_checkpoint.restore_from``): CrewAI kicks off the
+    restored copy, whose own kickoff is the run."""
+    checkpoint = kwargs.get("from_checkpoint", args[2] if len(args) > 2 else None)
+    return getattr(checkpoint, "restore_from", None) is not None
+
+
+def _crew_wrapper(handler: RunHandler):
+    """Wrapper of ``Crew.kickoff`` / ``Crew.akickoff(inputs=None, input_files=None, from_checkpoint=None)``."""
+
+    def wrapper(wrapped, instance, args, kwargs):
+        try:
+            if instance.stream is True or _restoring(args, kwargs):
+                return wrapped(*args, **kwargs)
+            crew_id = str(instance.id)
+            run = handler.start(
+                framework=NAME,
+                agent=instance,
+                session=None,
+                args=args,
+                kwargs=kwargs,
+                rule=session_rule,
+                span=_spec("crew", instance, instance.name, crew_id),
+                recheck=False,
+            )
+        except Exception:
+            run = None
+        if run is None:
+            return wrapped(*args, **kwargs)
+        return run.call(wrapped, args, kwargs)
+
+    return wrapper
+
+
+def _flow_wrapper(handler: RunHandler):
+    """Wrapper of ``Flow.kickoff_async(inputs=None, input_files=None, from_checkpoint=None,
+    restore_from_state_id=None)``: one run per turn or flow run; a re-entrant kickoff of the same
+    flow, inside its own run, is part of that run."""
+
+    def wrapper(wrapped, instance, args, kwargs):
+        try:
+            scope = current_scope()
+            if (
+                _internal(instance)  # CrewAI's own flows (an agent's AgentExecutor): part of the run
+                or instance.stream is True
+                or _restoring(args, kwargs)
+                or (scope is not None and scope.owner is instance)
+            ):
+                return wrapped(*args, **kwargs)
+            name = instance.name or type(instance).__name__
+            turn = instance._should_apply_pending_kickoff_context() is True
+            session = None
+            if turn:
+                inputs = kwargs.get("inputs", args[0] if args else None)
+                session = inputs.get("id") if isinstance(inputs, dict) else None
+            run = handler.start(
+                framework=NAME,
+                agent=instance,
+                session=session,
+                args=args,
+                kwargs=kwargs,
+                rule=session_rule,
+                span=_spec("turn" if turn else "workflow", instance, name),
+                recheck=False,
+            )
+            if run is not None and turn:
+                run.resumed_later()  # the conversation CrewAI restored tells (_turn_wrapper)
+        except Exception:
+            run = None
+        if run is None:
+            return wrapped(*args, **kwargs)
+        return run.call(wrapped, args, kwargs)
+
+    return wrapper
+
+
+def _turn_wrapper(wrapped, instance, args, kwargs):
+    """Around ``Flow._apply_pending_kickoff_context()`` (after CrewAI restored the session's
+    persisted state, before it appends the turn's user message): the awaiting turn resumed when the
+    conversation already holds messages."""
+    try:
+        run = awaiting_run(instance)
+        if run is not None:
+            run.record_resumed(len(instance.conversation_messages) > 0)
+    except Exception:
+        pass
+    return wrapped(*args, **kwargs)
+
+
+def _coworker(tool: Any, agent_name: Any) -> Any:
+    """The agent of ``tool.agents`` that CrewAI's ``_execute`` picks for ``agent_name``, or None."""
+    wanted = tool.sanitize_agent_name(agent_name or "")
+    for agent in tool.agents:
+        if tool.sanitize_agent_name(agent.role) == wanted:
+            return agent
+    return None
+
+
+def _delegation_wrapper(handler: RunHandler):
+    """Wrapper of ``BaseAgentTool._execute(agent_name, task, context=None) -> str``: the coworker
+    it picks runs a delegated task (no coworker by that name: no run, CrewAI answers an error)."""
+
+    def wrapper(wrapped, instance, args, kwargs):
+        try:
+            agent = _coworker(instance, kwargs.get("agent_name", args[0] if args else None))
+            run = None
+            if agent is not None:
+                run = handler.start(
+                    framework=NAME,
+                    agent=agent,
+                    session=None,
+                    args=args,
+                    kwargs=kwargs,
+                    rule=session_rule,
+                    span=_spec("coworker", agent, agent.role, str(agent.id)),
+                    delegation_id=new_delegation_id(),
+                    recheck=False,
+                )
+        except Exception:
+            run = None
+        if run is None:
+            return wrapped(*args, **kwargs)
+        return run.call(wrapped, args, kwargs)
+
+    return wrapper
+
+
+def instrument(handler: RunHandler) -> None:
+    """Wrap ``Crew.kickoff``/``akickoff``, ``Flow.kickoff_async``, ``Flow._apply_pending_kickoff_context``
+    and ``BaseAgentTool._execute``. Raises ImportError/AttributeError for a CrewAI without them
+    (the instrumentor then skips the adapter with a warning)."""
+    global _OWNERS
+    crew = importlib.import_module("crewai.crew").Crew
+    flow = importlib.import_module("crewai.flow.flow").Flow
+    tool = importlib.import_module("crewai.tools.agent_tools.base_agent_tools").BaseAgentTool
+    for owner, name in ((flow, "_apply_pending_kickoff_context"), (flow, "conversation_messages"), (tool, "agents")):
+        if not hasattr(owner, name) and name not in getattr(owner, "model_fields", {}):
+            raise AttributeError(f"{owner.__name__}.{name}")
+    _OWNERS = (crew, flow, importlib.import_module("crewai.agents.agent_builder.base_agent").BaseAgent)
+    for method in ("kickoff", "akickoff"):
+        _wrapped.wrap(crew, method, _crew_wrapper(handler))
+    _wrapped.wrap(flow, "kickoff_async", _flow_wrapper(handler))
+    _wrapped.wrap(flow, "_apply_pending_kickoff_context", _turn_wrapper)
+    _wrapped.wrap(tool, "_execute", _delegation_wrapper(handler))
+
+
+uninstrument = _wrapped.uninstrument
