@@ -46,6 +46,8 @@ HOOKS = (
     ("pydantic_ai", "pydantic_ai", "instrument"),
     ("google.adk.runners", "google_adk", "instrument"),
     ("crewai", "crewai", "instrument"),  # the package: its __init__ imports Crew, Flow and the agent tools
+    ("crewai.a2a.utils.delegation", "crewai", "instrument_a2a_client"),
+    ("crewai.a2a.utils.task", "crewai", "instrument_a2a_server"),
     ("httpcore", "http", "instrument"),
     ("httpcore2", "http", "instrument"),
     ("requests.adapters", "http", "instrument"),

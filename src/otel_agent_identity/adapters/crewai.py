@@ -40,6 +40,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from opentelemetry.trace import SpanKind
+
 from otel_agent_identity import attributes as attrs
 from otel_agent_identity._runs import RunHandler, SpanSpec, awaiting_run
 from otel_agent_identity.adapters._base import BoundedCache, Wrapped, agent_span_spec, nonempty_str
@@ -72,7 +74,7 @@ def session_rule(owner: Any, session: Any, call: Any) -> str | None:
     return None
 
 
-def _spec(kind: str, owner: Any, raw_name: Any, agent_id: Any = None) -> SpanSpec:
+def _spec(kind: str, owner: Any, raw_name: Any, agent_id: Any = None, span_kind=SpanKind.INTERNAL) -> SpanSpec:
     key = (kind, type(owner), raw_name, agent_id)
     try:
         spec = _SPECS.get(key)
@@ -84,7 +86,8 @@ def _spec(kind: str, owner: Any, raw_name: Any, agent_id: Any = None) -> SpanSpe
     if kind == "workflow":
         spec = agent_span_spec(name, PROVIDER, operation=attrs.INVOKE_WORKFLOW, name_key=attrs.GEN_AI_WORKFLOW_NAME)
     else:
-        spec = agent_span_spec(name, PROVIDER, extra={attrs.GEN_AI_AGENT_ID: agent_id} if agent_id else None)
+        extra = {attrs.GEN_AI_AGENT_ID: agent_id} if agent_id else None
+        spec = agent_span_spec(name, PROVIDER, kind=span_kind, extra=extra)
     return _SPECS.put(key, spec)
 
 
@@ -232,6 +235,92 @@ def instrument(handler: RunHandler) -> None:
     _wrapped.wrap(flow, "kickoff_async", _flow_wrapper(handler))
     _wrapped.wrap(flow, "_apply_pending_kickoff_context", _turn_wrapper)
     _wrapped.wrap(tool, "_execute", _delegation_wrapper(handler))
+
+
+def a2a_rule(owner: Any, context_id: Any, call: Any) -> str | None:
+    """Framework rule of an A2A send: the contextId asked for (the ``context_id`` argument), else,
+    after the send, the one the remote agent answered in (the reply's ``Message.context_id``)."""
+    if isinstance(context_id, str) and context_id:
+        return context_id
+    if call.phase == "after" and isinstance(call.result, dict):
+        for message in reversed(call.result.get("history") or ()):
+            answered = getattr(message, "context_id", None)
+            if isinstance(answered, str) and answered:
+                return answered
+    return None
+
+
+def _a2a_send_wrapper(handler: RunHandler):
+    """Wrapper of ``crewai.a2a.utils.delegation._aexecute_a2a_delegation_impl(endpoint, auth,
+    timeout, task_description, context, context_id, task_id, ...)`` (async; every A2A send of a
+    CrewAI agent, sync or async, reaches it, one per turn of the delegation loop): a CLIENT
+    ``invoke_agent {endpoint}`` run with a new delegation id, in the remote agent's conversation."""
+
+    def wrapper(wrapped, instance, args, kwargs):
+        try:
+            endpoint = kwargs.get("endpoint", args[0] if args else None)
+            context_id = kwargs.get("context_id", args[5] if len(args) > 5 else None)
+            run = handler.start(
+                framework=NAME,
+                agent=kwargs.get("from_agent"),
+                session=context_id,
+                args=args,
+                kwargs=kwargs,
+                rule=a2a_rule,
+                span=_spec("a2a", endpoint, endpoint, span_kind=SpanKind.CLIENT),
+                delegation_id=new_delegation_id(),
+            )
+        except Exception:
+            run = None
+        if run is None:
+            return wrapped(*args, **kwargs)
+        return run.call(wrapped, args, kwargs)
+
+    return wrapper
+
+
+def _a2a_serve_wrapper(handler: RunHandler):
+    """Wrapper of ``crewai.a2a.utils.task._execute_impl(agent, context, event_queue, ...)`` (async;
+    ``execute`` and ``execute_with_extensions``, called from the application's a2a-sdk
+    ``AgentExecutor``): the served request runs a fresh ``Task`` on the agent, with no memory keyed
+    by the contextId, so the run is in the request's contextId and never resumed."""
+
+    def wrapper(wrapped, instance, args, kwargs):
+        try:
+            agent = kwargs.get("agent", args[0] if args else None)
+            context = kwargs.get("context", args[1] if len(args) > 1 else None)
+            run = handler.start(
+                framework=NAME,
+                agent=agent,
+                session=getattr(context, "context_id", None),
+                args=args,
+                kwargs=kwargs,
+                rule=a2a_rule,
+                span=_spec("served", agent, getattr(agent, "role", None), str(getattr(agent, "id", "")) or None),
+                resumed=False,
+                recheck=False,
+            )
+        except Exception:
+            run = None
+        if run is None:
+            return wrapped(*args, **kwargs)
+        return run.call(wrapped, args, kwargs)
+
+    return wrapper
+
+
+def instrument_a2a_client(handler: RunHandler) -> None:
+    """Wrap CrewAI's A2A sends (``crewai.a2a.utils.delegation``, imported by the application)."""
+    _wrapped.wrap(
+        importlib.import_module("crewai.a2a.utils.delegation"),
+        "_aexecute_a2a_delegation_impl",
+        _a2a_send_wrapper(handler),
+    )
+
+
+def instrument_a2a_server(handler: RunHandler) -> None:
+    """Wrap CrewAI's A2A executor helper (``crewai.a2a.utils.task``, imported by the application)."""
+    _wrapped.wrap(importlib.import_module("crewai.a2a.utils.task"), "_execute_impl", _a2a_serve_wrapper(handler))
 
 
 uninstrument = _wrapped.uninstrument
