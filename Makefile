@@ -78,10 +78,10 @@ test-crewai: venv-crewai
 # The frameworks' own test suites (their source distributions, tests/peers/peers.py), run without and
 # with the plugin: fails on a test that passes without it and fails with it. `test-peers` runs the
 # bounded subset (OpenAI Agents runner/streaming/error tests, LangGraph's Pregel tests, MCP's
-# dispatcher/transport/OTel tests), `make test` includes it; `test-peers-full` runs the whole
-# offline suites (docs/peers.md). Their test
-# dependencies live in a venv of their own, pinned to the project venv's versions. Agent Framework,
-# a2a-sdk and Agno ship no tests in their sdists (docs/peers.md).
+# dispatcher/transport/OTel tests; CrewAI's flow, conversation and streaming tests in .venv-crewai,
+# about 3 min), `make test` includes it; `test-peers-full` runs the whole offline suites
+# (docs/peers.md). Their test dependencies live in a venv of their own, pinned to the project venv's
+# versions. Agent Framework, a2a-sdk and Agno ship no tests in their sdists (docs/peers.md).
 PEERS_VENV := .cache/peers/venv
 $(PEERS_VENV)/.installed: $(VENV)/.installed tests/peers/requirements.txt
 	$(PYTHON) -m venv $(PEERS_VENV)
@@ -89,11 +89,13 @@ $(PEERS_VENV)/.installed: $(VENV)/.installed tests/peers/requirements.txt
 	$(PEERS_VENV)/bin/pip install -q -e '.[all,test]' -r tests/peers/requirements.txt -c $(PEERS_VENV)/constraints.txt
 	touch $@
 
-test-peers: $(PEERS_VENV)/.installed
+test-peers: $(PEERS_VENV)/.installed venv-crewai
 	$(PEERS_VENV)/bin/python tests/peers/peers.py
+	$(VENV_CREWAI)/bin/python tests/peers/peers.py --only crewai
 
-test-peers-full: $(PEERS_VENV)/.installed
+test-peers-full: $(PEERS_VENV)/.installed venv-crewai
 	$(PEERS_VENV)/bin/python tests/peers/peers.py --full
+	$(VENV_CREWAI)/bin/python tests/peers/peers.py --only crewai --full
 
 # The wheel and sdist a release would upload, built in an isolated env and checked by twine.
 test-dist: venv
