@@ -115,3 +115,25 @@ def test_plain_flow_is_a_workflow_run_without_a_conversation(instrumentor, expor
     assert all(CONV not in s.attributes for s in exporter.get_finished_spans())
     # CrewAI's own flows (each agent's AgentExecutor) are part of the run, not runs of their own
     assert len(agent_spans(exporter)) == 2
+
+
+def test_failed_turn_raises_the_apps_error(instrumentor, exporter):
+    class Down(OfflineCrewLLM):
+        def call(self, *args, **kwargs):
+            raise RuntimeError("model down")
+
+    flow = ConversationConfig(llm=Down())(type("Broken", (Flow[ConversationState],), {}))()
+    with pytest.raises(RuntimeError, match="model down"):
+        flow.handle_turn("hi", session_id="s-err")
+    (span,) = agent_spans(exporter, "invoke_agent Broken")
+    assert span.status.status_code.name == "ERROR" and span.attributes[CONV] == "s-err"
+
+
+def test_bad_session_ids_are_refused_not_fatal(instrumentor, exporter, caplog):
+    """A session id longer than max_id_length: one log line, no id recorded, the turn still runs."""
+    huge = "s" * 5000
+    assert seen(Chat().handle_turn("hi", session_id=huge)) == 2
+    (span,) = agent_spans(exporter, "invoke_agent Chat")
+    assert CONV not in span.attributes and EXEC in span.attributes
+    refused = [r.getMessage() for r in caplog.records if "agent type" in r.getMessage() and "Chat" in r.getMessage()]
+    assert len(refused) == 1, refused
