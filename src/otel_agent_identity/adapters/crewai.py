@@ -98,24 +98,20 @@ def _restoring(args: tuple, kwargs: dict) -> bool:
     return getattr(checkpoint, "restore_from", None) is not None
 
 
-def _crew_wrapper(handler: RunHandler):
-    """Wrapper of ``Crew.kickoff`` / ``Crew.akickoff(inputs=None, input_files=None, from_checkpoint=None)``."""
+def _wrapper(handler: RunHandler, facts):
+    """A wrapt wrapper that runs the call as one run: ``facts(instance, args, kwargs)`` gives
+    ``handler.start``'s keyword arguments (``later=True``: ``resumed`` is learnt later), or None for
+    a call that is no run of its own (it runs bare, as on any error of ours)."""
 
     def wrapper(wrapped, instance, args, kwargs):
         try:
-            if instance.stream is True or _restoring(args, kwargs):
-                return wrapped(*args, **kwargs)
-            crew_id = str(instance.id)
-            run = handler.start(
-                framework=NAME,
-                agent=instance,
-                session=None,
-                args=args,
-                kwargs=kwargs,
-                rule=session_rule,
-                span=_spec("crew", instance, instance.name, crew_id),
-                recheck=False,
-            )
+            known = facts(instance, args, kwargs)
+            run = None
+            if known is not None:
+                later = known.pop("later", False)
+                run = handler.start(framework=NAME, args=args, kwargs=kwargs, **known)
+                if run is not None and later:
+                    run.resumed_later()
         except Exception:
             run = None
         if run is None:
@@ -125,46 +121,33 @@ def _crew_wrapper(handler: RunHandler):
     return wrapper
 
 
-def _flow_wrapper(handler: RunHandler):
-    """Wrapper of ``Flow.kickoff_async(inputs=None, input_files=None, from_checkpoint=None,
+def _crew_facts(crew: Any, args: tuple, kwargs: dict) -> dict | None:
+    """``Crew.kickoff`` / ``Crew.akickoff(inputs=None, input_files=None, from_checkpoint=None)``."""
+    if crew.stream is True or _restoring(args, kwargs):
+        return None
+    span = _spec("crew", crew, crew.name, str(crew.id))
+    return {"agent": crew, "session": None, "rule": session_rule, "span": span, "recheck": False}
+
+
+def _flow_facts(flow: Any, args: tuple, kwargs: dict) -> dict | None:
+    """``Flow.kickoff_async(inputs=None, input_files=None, from_checkpoint=None,
     restore_from_state_id=None)``: one run per turn or flow run; a re-entrant kickoff of the same
-    flow, inside its own run, is part of that run."""
-
-    def wrapper(wrapped, instance, args, kwargs):
-        try:
-            scope = current_scope()
-            if (
-                _internal(instance)  # CrewAI's own flows (an agent's AgentExecutor): part of the run
-                or instance.stream is True
-                or _restoring(args, kwargs)
-                or (scope is not None and scope.owner is instance)
-            ):
-                return wrapped(*args, **kwargs)
-            name = instance.name or type(instance).__name__
-            turn = instance._should_apply_pending_kickoff_context() is True
-            session = None
-            if turn:
-                inputs = kwargs.get("inputs", args[0] if args else None)
-                session = inputs.get("id") if isinstance(inputs, dict) else None
-            run = handler.start(
-                framework=NAME,
-                agent=instance,
-                session=session,
-                args=args,
-                kwargs=kwargs,
-                rule=session_rule,
-                span=_spec("turn" if turn else "workflow", instance, name),
-                recheck=False,
-            )
-            if run is not None and turn:
-                run.resumed_later()  # the conversation CrewAI restored tells (_turn_wrapper)
-        except Exception:
-            run = None
-        if run is None:
-            return wrapped(*args, **kwargs)
-        return run.call(wrapped, args, kwargs)
-
-    return wrapper
+    flow, inside its own run, is part of that run. A turn's ``resumed``: :func:`_turn_wrapper`."""
+    scope = current_scope()
+    if (
+        _internal(flow)  # CrewAI's own flows (an agent's AgentExecutor): part of the run
+        or flow.stream is True
+        or _restoring(args, kwargs)
+        or (scope is not None and scope.owner is flow)
+    ):
+        return None
+    turn = flow._should_apply_pending_kickoff_context() is True
+    session = None
+    if turn:
+        inputs = kwargs.get("inputs", args[0] if args else None)
+        session = inputs.get("id") if isinstance(inputs, dict) else None
+    span = _spec("turn" if turn else "workflow", flow, flow.name or type(flow).__name__)
+    return {"agent": flow, "session": session, "rule": session_rule, "span": span, "recheck": False, "later": turn}
 
 
 def _turn_wrapper(wrapped, instance, args, kwargs):
@@ -189,33 +172,21 @@ def _coworker(tool: Any, agent_name: Any) -> Any:
     return None
 
 
-def _delegation_wrapper(handler: RunHandler):
-    """Wrapper of ``BaseAgentTool._execute(agent_name, task, context=None) -> str``: the coworker
-    it picks runs a delegated task (no coworker by that name: no run, CrewAI answers an error)."""
-
-    def wrapper(wrapped, instance, args, kwargs):
-        try:
-            agent = _coworker(instance, kwargs.get("agent_name", args[0] if args else None))
-            run = None
-            if agent is not None:
-                run = handler.start(
-                    framework=NAME,
-                    agent=agent,
-                    session=None,
-                    args=args,
-                    kwargs=kwargs,
-                    rule=session_rule,
-                    span=_spec("coworker", agent, agent.role, str(agent.id)),
-                    delegation_id=new_delegation_id(),
-                    recheck=False,
-                )
-        except Exception:
-            run = None
-        if run is None:
-            return wrapped(*args, **kwargs)
-        return run.call(wrapped, args, kwargs)
-
-    return wrapper
+def _delegation_facts(tool: Any, args: tuple, kwargs: dict) -> dict | None:
+    """``BaseAgentTool._execute(agent_name, task, context=None) -> str``: the coworker it picks runs
+    a delegated task (no coworker by that name: no run, CrewAI answers an error)."""
+    agent = _coworker(tool, kwargs.get("agent_name", args[0] if args else None))
+    if agent is None:
+        return None
+    span = _spec("coworker", agent, agent.role, str(agent.id))
+    return {
+        "agent": agent,
+        "session": None,
+        "rule": session_rule,
+        "span": span,
+        "delegation_id": new_delegation_id(),
+        "recheck": False,
+    }
 
 
 def instrument(handler: RunHandler) -> None:
@@ -231,10 +202,10 @@ def instrument(handler: RunHandler) -> None:
             raise AttributeError(f"{owner.__name__}.{name}")
     _OWNERS = (crew, flow, importlib.import_module("crewai.agents.agent_builder.base_agent").BaseAgent)
     for method in ("kickoff", "akickoff"):
-        _wrapped.wrap(crew, method, _crew_wrapper(handler))
-    _wrapped.wrap(flow, "kickoff_async", _flow_wrapper(handler))
+        _wrapped.wrap(crew, method, _wrapper(handler, _crew_facts))
+    _wrapped.wrap(flow, "kickoff_async", _wrapper(handler, _flow_facts))
     _wrapped.wrap(flow, "_apply_pending_kickoff_context", _turn_wrapper)
-    _wrapped.wrap(tool, "_execute", _delegation_wrapper(handler))
+    _wrapped.wrap(tool, "_execute", _wrapper(handler, _delegation_facts))
 
 
 def a2a_rule(owner: Any, context_id: Any, call: Any) -> str | None:
@@ -250,63 +221,31 @@ def a2a_rule(owner: Any, context_id: Any, call: Any) -> str | None:
     return None
 
 
-def _a2a_send_wrapper(handler: RunHandler):
-    """Wrapper of ``crewai.a2a.utils.delegation._aexecute_a2a_delegation_impl(endpoint, auth,
-    timeout, task_description, context, context_id, task_id, ...)`` (async; every A2A send of a
-    CrewAI agent, sync or async, reaches it, one per turn of the delegation loop): a CLIENT
+def _a2a_send_facts(_: Any, args: tuple, kwargs: dict) -> dict:
+    """``crewai.a2a.utils.delegation._aexecute_a2a_delegation_impl(endpoint, auth, timeout,
+    task_description, context, context_id, task_id, ...)`` (async; every A2A send of a CrewAI
+    agent, sync or async, reaches it, one per turn of the delegation loop): a CLIENT
     ``invoke_agent {endpoint}`` run with a new delegation id, in the remote agent's conversation."""
-
-    def wrapper(wrapped, instance, args, kwargs):
-        try:
-            endpoint = kwargs.get("endpoint", args[0] if args else None)
-            context_id = kwargs.get("context_id", args[5] if len(args) > 5 else None)
-            run = handler.start(
-                framework=NAME,
-                agent=kwargs.get("from_agent"),
-                session=context_id,
-                args=args,
-                kwargs=kwargs,
-                rule=a2a_rule,
-                span=_spec("a2a", endpoint, endpoint, span_kind=SpanKind.CLIENT),
-                delegation_id=new_delegation_id(),
-            )
-        except Exception:
-            run = None
-        if run is None:
-            return wrapped(*args, **kwargs)
-        return run.call(wrapped, args, kwargs)
-
-    return wrapper
+    endpoint = kwargs.get("endpoint", args[0] if args else None)
+    return {
+        "agent": kwargs.get("from_agent"),
+        "session": kwargs.get("context_id", args[5] if len(args) > 5 else None),
+        "rule": a2a_rule,
+        "span": _spec("a2a", endpoint, endpoint, span_kind=SpanKind.CLIENT),
+        "delegation_id": new_delegation_id(),
+    }
 
 
-def _a2a_serve_wrapper(handler: RunHandler):
-    """Wrapper of ``crewai.a2a.utils.task._execute_impl(agent, context, event_queue, ...)`` (async;
-    ``execute`` and ``execute_with_extensions``, called from the application's a2a-sdk
-    ``AgentExecutor``): the served request runs a fresh ``Task`` on the agent, with no memory keyed
-    by the contextId, so the run is in the request's contextId and never resumed."""
-
-    def wrapper(wrapped, instance, args, kwargs):
-        try:
-            agent = kwargs.get("agent", args[0] if args else None)
-            context = kwargs.get("context", args[1] if len(args) > 1 else None)
-            run = handler.start(
-                framework=NAME,
-                agent=agent,
-                session=getattr(context, "context_id", None),
-                args=args,
-                kwargs=kwargs,
-                rule=a2a_rule,
-                span=_spec("served", agent, getattr(agent, "role", None), str(getattr(agent, "id", "")) or None),
-                resumed=False,
-                recheck=False,
-            )
-        except Exception:
-            run = None
-        if run is None:
-            return wrapped(*args, **kwargs)
-        return run.call(wrapped, args, kwargs)
-
-    return wrapper
+def _a2a_serve_facts(_: Any, args: tuple, kwargs: dict) -> dict:
+    """``crewai.a2a.utils.task._execute_impl(agent, context, event_queue, ...)`` (async; ``execute``
+    and ``execute_with_extensions``, called from the application's a2a-sdk ``AgentExecutor``): the
+    served request runs a fresh ``Task`` on the agent, with no memory keyed by the contextId, so the
+    run is in the request's contextId and never resumed."""
+    agent = kwargs.get("agent", args[0] if args else None)
+    context = kwargs.get("context", args[1] if len(args) > 1 else None)
+    span = _spec("served", agent, getattr(agent, "role", None), str(getattr(agent, "id", "")) or None)
+    session = getattr(context, "context_id", None)
+    return {"agent": agent, "session": session, "rule": a2a_rule, "span": span, "resumed": False, "recheck": False}
 
 
 def instrument_a2a_client(handler: RunHandler) -> None:
@@ -314,13 +253,15 @@ def instrument_a2a_client(handler: RunHandler) -> None:
     _wrapped.wrap(
         importlib.import_module("crewai.a2a.utils.delegation"),
         "_aexecute_a2a_delegation_impl",
-        _a2a_send_wrapper(handler),
+        _wrapper(handler, _a2a_send_facts),
     )
 
 
 def instrument_a2a_server(handler: RunHandler) -> None:
     """Wrap CrewAI's A2A executor helper (``crewai.a2a.utils.task``, imported by the application)."""
-    _wrapped.wrap(importlib.import_module("crewai.a2a.utils.task"), "_execute_impl", _a2a_serve_wrapper(handler))
+    _wrapped.wrap(
+        importlib.import_module("crewai.a2a.utils.task"), "_execute_impl", _wrapper(handler, _a2a_serve_facts)
+    )
 
 
 uninstrument = _wrapped.uninstrument
