@@ -110,7 +110,7 @@ screenshots: venv collector zipkin system-deps
 
 # Per-run and per-span cost: instructions (callgrind, load-independent) and thread CPU time, every
 # variant interleaved in one process, as ratios to a bare SDK span (see docs/benchmarks.md).
-bench: venv venv-adk collector
+bench: venv venv-adk venv-crewai collector
 	@command -v valgrind >/dev/null || \
 	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq valgrind >/dev/null; }
 	$(PY) benchmarks/instructions.py --control
@@ -120,6 +120,11 @@ bench: venv venv-adk collector
 	  openinference-instrumentation-google-adk openinference-instrumentation openinference-semantic-conventions
 	PYTHONPATH=$(CURDIR)/.cache/openinference-adk $(VENV_ADK)/bin/python benchmarks/instructions.py \
 	  --only 'Google ADK' --control
+	# CrewAI in its own venv, beside OpenInference's instrumentor for it (a peer: kept out of the venv too)
+	$(VENV_CREWAI)/bin/python -m pip install -q --upgrade --no-deps --target .cache/openinference-crewai \
+	  openinference-instrumentation-crewai openinference-instrumentation openinference-semantic-conventions
+	PYTHONPATH=$(CURDIR)/.cache/openinference-crewai $(VENV_CREWAI)/bin/python benchmarks/instructions.py \
+	  --only CrewAI --control
 	$(PY) benchmarks/instructions.py --wall --rounds 15
 	$(PY) -m pytest benchmarks --benchmark-only --benchmark-columns=min,median,mean,ops --benchmark-sort=name
 	cd collector/processor/agentidentityprocessor && go test -run '^$$' -bench . -benchmem

@@ -49,7 +49,11 @@ def _marker() -> None:
 # each framework is imported by its own workloads only (Google ADK runs in .venv-adk, without Agent
 # Framework): these are imported before counting starts when one of their workloads is selected, and
 # their workloads are skipped where the framework is not installed
-PREIMPORT = {"AF ": ("agent_framework", "offline_chat"), "Google ADK": ("google.adk.runners", "offline_adk")}
+PREIMPORT = {
+    "AF ": ("agent_framework", "offline_chat"),
+    "Google ADK": ("google.adk.runners", "offline_adk"),
+    "CrewAI": ("crewai", "offline_crewai"),
+}
 
 
 def _installed(module: str) -> bool:
@@ -227,6 +231,22 @@ def _workloads():
 
     w["Google ADK Runner.run_async"] = adk
 
+    def crewai_kickoff():  # one agent, one task, one model call (no tool): CrewAI's lightest run
+        os.environ.setdefault("CREWAI_DISABLE_TELEMETRY", "true")
+        os.environ.setdefault("CREWAI_TRACING_ENABLED", "false")
+        import logging
+
+        from offline_crewai import OfflineCrewLLM
+
+        from crewai import Agent, Crew, Task
+
+        logging.getLogger("crewai").setLevel(logging.ERROR)  # a token-count warning per call otherwise
+        agent = Agent(role="bench", goal="g", backstory="b", llm=OfflineCrewLLM())
+        crew = Crew(agents=[agent], tasks=[Task(description="hello", expected_output="text", agent=agent)])
+        return crew.kickoff
+
+    w["CrewAI Crew.kickoff"] = crewai_kickoff
+
     def a2a_send(streaming=False):  # a real client and server in one process (httpx's ASGI transport)
         # a2a-sdk's own ~35 spans per request off, as in the demo (read when a2a-sdk is first imported)
         os.environ.setdefault("OTEL_INSTRUMENTATION_A2A_SDK_ENABLED", "false")
@@ -289,6 +309,7 @@ INSTRUMENTED = {
     "Pydantic AI Agent.run",
     "Pydantic AI Agent.run, native spans",
     "Google ADK Runner.run_async",
+    "CrewAI Crew.kickoff",
     "A2A send",
     "A2A send, streamed",
 }
@@ -299,7 +320,10 @@ PEERS = {"Pydantic AI native spans, OpenInference processor": "Pydantic AI nativ
 PAIRS = {"child span, in a run scope": "child span"}
 #: a peer's instrumentor, not a dependency (pip install it): measured in a process of its own, set up
 #: as bare and instrumented by it once, before anything is built, on the workloads it instruments
-PEER_MODES = {"openinference": ("Google ADK", "openinference.instrumentation.google_adk", "GoogleADKInstrumentor")}
+PEER_MODES = {
+    "openinference": ("Google ADK", "openinference.instrumentation.google_adk", "GoogleADKInstrumentor"),
+    "openinference-crewai": ("CrewAI", "openinference.instrumentation.crewai", "CrewAIInstrumentor"),
+}
 
 
 def _selected(name: str, only: set) -> bool:

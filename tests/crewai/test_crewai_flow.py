@@ -137,3 +137,14 @@ def test_bad_session_ids_are_refused_not_fatal(instrumentor, exporter, caplog):
     assert CONV not in span.attributes and EXEC in span.attributes
     refused = [r.getMessage() for r in caplog.records if "agent type" in r.getMessage() and "Chat" in r.getMessage()]
     assert len(refused) == 1, refused
+
+
+def test_streamed_plain_flow_is_one_run(instrumentor, exporter):
+    flow = Pipeline()
+    flow.stream = True
+    session = flow.kickoff()
+    frames = list(session)
+    assert frames and "sunny in Paris" in str(session.result)
+    (outer,) = agent_spans(exporter, "invoke_workflow Pipeline")  # the outer (streaming) call makes no second span
+    (crew,) = agent_spans(exporter, "invoke_agent inner")
+    assert crew.attributes[PARENT_EXEC] == outer.attributes[EXEC]
