@@ -46,9 +46,9 @@ def _marker() -> None:
 
 
 # -- workloads: name -> (make(mode) -> callable, modes) ----------------------------------------------
-# each framework is imported by its own workloads only (Google ADK runs in .venv-adk, without Agent
-# Framework): these are imported before counting starts when one of their workloads is selected, and
-# their workloads are skipped where the framework is not installed
+# each framework is imported by its own workloads only (Google ADK runs in .venv-adk, CrewAI in
+# .venv-crewai, without Agent Framework): these are imported before counting starts when one of their
+# workloads is selected, and their workloads are skipped where the framework is not installed
 PREIMPORT = {
     "AF ": ("agent_framework", "offline_chat"),
     "Google ADK": ("google.adk.runners", "offline_adk"),
