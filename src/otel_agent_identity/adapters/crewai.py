@@ -30,6 +30,14 @@ observed): ``true`` when the model gets earlier messages (restored, or kept in t
 instance), ``false`` when the turn starts from nothing (a new session, or a restore that found
 nothing). Crew and plain flow runs record none.
 
+A2A (wrapped when the application imports CrewAI's A2A helpers, a2a-sdk 0.3): each send of
+``crewai.a2a.utils.delegation`` (an agent with ``a2a=A2AClientConfig(...)``, or a direct
+``execute_a2a_delegation``) is a CLIENT ``invoke_agent {endpoint}`` run with a new delegation id,
+in the contextId it asks for, else the one the server answered in. A request served by
+``crewai.a2a.utils.task.execute`` (from the application's a2a-sdk ``AgentExecutor``) is an
+``invoke_agent {role}`` run in the request's contextId, ``resumed=false``: CrewAI builds a fresh
+``Task`` per request and keeps no memory by contextId.
+
 CrewAI's own telemetry (anonymous OTLP to CrewAI's servers, its AMP tracing) uses private tracer
 providers: untouched here; ``CREWAI_DISABLE_TELEMETRY=true`` and ``CREWAI_TRACING_ENABLED=false``
 switch it off.
