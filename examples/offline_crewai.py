@@ -69,3 +69,22 @@ class OfflineCrewLLM(BaseLLM):
 def seen(text: Any) -> int:
     """``n`` of an answer ``"seen=<n> ..."``."""
     return int(str(text).split("seen=", 1)[1].split()[0])
+
+
+class OfflineA2ACaller(OfflineCrewLLM):
+    """An agent with ``a2a=A2AClientConfig(endpoint=...)``: CrewAI asks it for an ``AgentResponse``
+    (JSON). With no earlier A2A exchange in the prompt it delegates the task to the first A2A agent
+    listed (``is_a2a=true``); once the remote agent answered, it returns ``"remote: <answer>"``."""
+
+    def call(self, messages, tools=None, callbacks=None, available_functions=None, from_task=None, **kwargs):
+        if isinstance(messages, str):
+            messages = [{"role": "user", "content": messages}]
+        self.calls.append(len(messages))
+        text = "\n".join(map(_text, messages))
+        previous = text.split("<PREVIOUS_A2A_CONVERSATION>")[-1].split("</PREVIOUS_A2A_CONVERSATION>")[0].strip()
+        listed = re.search(r'"url": "([^"]+)"', text)
+        if not previous and listed:  # CrewAI's agent ids are the endpoints, with a trailing slash
+            answer = {"a2a_ids": [listed.group(1).rstrip("/") + "/"], "message": "weather in Paris?", "is_a2a": True}
+        else:
+            answer = {"a2a_ids": [], "message": f"remote: {previous}", "is_a2a": False}
+        return json.dumps(answer)

@@ -20,7 +20,7 @@ from a2a.server.apps import A2AStarletteApplication
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.tasks import InMemoryTaskStore
 from a2a.types import AgentCapabilities, AgentCard
-from crew_support import CONV, DELEG, EXEC, RESUMED, agent_spans, forecaster, spans_of
+from crew_support import CONV, DELEG, EXEC, PARENT_EXEC, RESUMED, agent_spans, forecaster, spans_of
 from crewai.a2a.utils import task as crewai_a2a_task
 from crewai.a2a.utils.delegation import execute_a2a_delegation
 from offline_crewai import seen
@@ -95,3 +95,24 @@ def test_served_requests_are_never_resumed_and_sends_are_delegations(instrumento
     assert client2.attributes[CONV] == served2.attributes[CONV] == cid
     assert served2.attributes[RESUMED] is False
     assert client2.attributes[DELEG] != client.attributes[DELEG]
+
+
+def test_agent_with_an_a2a_client_config_delegates(instrumentor, exporter, server):
+    """A crew agent with ``a2a=A2AClientConfig(endpoint=...)``: CrewAI's own delegation loop sends
+    the task; the send is a CLIENT run nested in the crew's, with a delegation id."""
+    from crewai.a2a.config import A2AClientConfig
+    from offline_crewai import OfflineA2ACaller
+
+    from crewai import Agent, Crew, Task
+
+    caller = Agent(role="Caller", goal="g", backstory="b", llm=OfflineA2ACaller(), a2a=A2AClientConfig(endpoint=server))
+    crew = Crew(
+        name="calling", agents=[caller], tasks=[Task(description="weather?", expected_output="t", agent=caller)]
+    )
+    assert "sunny in Paris" in crew.kickoff().raw  # the remote answer came back through CrewAI's loop
+    (outer,) = agent_spans(exporter, "invoke_agent calling")
+    (send,) = [s for s in agent_spans(exporter) if s.kind.name == "CLIENT"]
+    (served,) = agent_spans(exporter, "invoke_agent Forecaster")
+    assert send.attributes[PARENT_EXEC] == outer.attributes[EXEC] and len(send.attributes[DELEG]) == 32
+    assert send.attributes[CONV] == served.attributes[CONV] and served.attributes[RESUMED] is False
+    assert CONV not in outer.attributes  # the crew has none of its own; the remote conversation is the send's
