@@ -7,8 +7,8 @@ COLLECTOR_BIN := collector/_build/otelcol-agentidentity
 ZIPKIN_VERSION := 3.6.1
 ZIPKIN_JAR := .cache/zipkin/zipkin-server-$(ZIPKIN_VERSION)-exec.jar
 
-.PHONY: demo test lint venv venv-adk venv-strands test-python test-adk test-strands test-go test-rules bench system-deps collector clean zipkin \
-	test-dist screenshots test-peers test-peers-full test-peers-strands
+.PHONY: demo test lint venv venv-adk venv-strands venv-crewai test-python test-adk test-strands test-crewai test-go test-rules \
+	bench system-deps collector clean zipkin test-dist screenshots test-peers test-peers-full test-peers-strands
 
 venv: $(VENV)/.installed
 # examples/ is installed editable beside the package: its offline models, shared by the examples,
@@ -41,6 +41,16 @@ $(VENV_STRANDS)/.installed: pyproject.toml examples/pyproject.toml
 	$(VENV_STRANDS)/bin/python -m pip install -q -e '.[strands]' -e examples 'strands-agents[a2a]>=1.62,<2' $(STRANDS_TEST_DEPS)
 	touch $@
 
+# CrewAI pins pydantic < 2.13 and opentelemetry-sdk >= 1.45.1 (its a2a extra: a2a-sdk 0.3): its own venv,
+# its own tests (about 3.5 min to install, +1.3 GB: lancedb, chromadb, onnxruntime...).
+VENV_CREWAI ?= .venv-crewai
+venv-crewai: $(VENV_CREWAI)/.installed
+$(VENV_CREWAI)/.installed: pyproject.toml examples/pyproject.toml
+	$(PYTHON) -m venv $(VENV_CREWAI)
+	$(VENV_CREWAI)/bin/python -m pip install -q --upgrade pip
+	$(VENV_CREWAI)/bin/python -m pip install -q -e '.[crewai,test]' 'crewai[a2a]' -e examples
+	touch $@
+
 # Debian packages the tests need (promtool and prometheus for the alert-rule and scrape tests).
 system-deps:
 	@command -v promtool >/dev/null && command -v prometheus >/dev/null || \
@@ -60,8 +70,8 @@ $(ZIPKIN_JAR):
 demo: venv collector zipkin
 	$(PY) examples/demo.py
 
-test: venv collector system-deps zipkin lint test-go test-rules test-python test-adk test-strands test-dist test-peers \
-	test-peers-strands
+test: venv collector system-deps zipkin lint test-go test-rules test-python test-adk test-strands test-crewai test-dist \
+	test-peers test-peers-strands
 
 # ruff (lint and format) and mypy, as configured in pyproject.toml: a violation fails make test (and CI)
 LINTED := src tests benchmarks examples
@@ -71,7 +81,8 @@ lint: venv
 	$(VENV)/bin/mypy
 
 test-python: venv
-	AGENT_IDENTITY_COLLECTOR=$(abspath $(COLLECTOR_BIN)) $(PY) -m pytest --ignore=tests/google_adk --ignore=tests/strands_agents
+	AGENT_IDENTITY_COLLECTOR=$(abspath $(COLLECTOR_BIN)) $(PY) -m pytest --ignore=tests/google_adk --ignore=tests/strands_agents \
+	  --ignore=tests/crewai
 
 test-adk: venv-adk
 	AGENT_IDENTITY_COLLECTOR=$(abspath $(COLLECTOR_BIN)) $(VENV_ADK)/bin/python -m pytest tests/google_adk
@@ -79,13 +90,16 @@ test-adk: venv-adk
 test-strands: venv-strands
 	AGENT_IDENTITY_COLLECTOR=$(abspath $(COLLECTOR_BIN)) $(VENV_STRANDS)/bin/python -m pytest tests/strands_agents
 
+test-crewai: venv-crewai
+	AGENT_IDENTITY_COLLECTOR=$(abspath $(COLLECTOR_BIN)) $(VENV_CREWAI)/bin/python -m pytest tests/crewai -p no:warnings
+
 # The frameworks' own test suites (their source distributions, tests/peers/peers.py), run without and
 # with the plugin: fails on a test that passes without it and fails with it. `test-peers` runs the
 # bounded subset (OpenAI Agents runner/streaming/error tests, LangGraph's Pregel tests, MCP's
-# dispatcher/transport/OTel tests), `make test` includes it; `test-peers-full` runs the whole
-# offline suites (docs/peers.md). Their test
-# dependencies live in a venv of their own, pinned to the project venv's versions. Agent Framework,
-# a2a-sdk and Agno ship no tests in their sdists (docs/peers.md).
+# dispatcher/transport/OTel tests; CrewAI's flow, conversation and streaming tests in .venv-crewai,
+# about 3 min), `make test` includes it; `test-peers-full` runs the whole offline suites
+# (docs/peers.md). Their test dependencies live in a venv of their own, pinned to the project venv's
+# versions. Agent Framework, a2a-sdk and Agno ship no tests in their sdists (docs/peers.md).
 PEERS_VENV := .cache/peers/venv
 $(PEERS_VENV)/.installed: $(VENV)/.installed tests/peers/requirements.txt
 	$(PYTHON) -m venv $(PEERS_VENV)
@@ -93,11 +107,13 @@ $(PEERS_VENV)/.installed: $(VENV)/.installed tests/peers/requirements.txt
 	$(PEERS_VENV)/bin/pip install -q -e '.[all,test]' -r tests/peers/requirements.txt -c $(PEERS_VENV)/constraints.txt
 	touch $@
 
-test-peers: $(PEERS_VENV)/.installed
+test-peers: $(PEERS_VENV)/.installed venv-crewai
 	$(PEERS_VENV)/bin/python tests/peers/peers.py
+	$(VENV_CREWAI)/bin/python tests/peers/peers.py --only crewai
 
-test-peers-full: $(PEERS_VENV)/.installed
+test-peers-full: $(PEERS_VENV)/.installed venv-crewai
 	$(PEERS_VENV)/bin/python tests/peers/peers.py --full
+	$(VENV_CREWAI)/bin/python tests/peers/peers.py --only crewai --full
 
 # Strands Agents' own suite in .venv-strands (a2a-sdk 0.3 there): the subset, or FULL=1 for all of tests/strands
 test-peers-strands: venv-strands
@@ -116,7 +132,7 @@ screenshots: venv collector zipkin system-deps
 
 # Per-run and per-span cost: instructions (callgrind, load-independent) and thread CPU time, every
 # variant interleaved in one process, as ratios to a bare SDK span (see docs/benchmarks.md).
-bench: venv venv-adk venv-strands collector
+bench: venv venv-adk venv-strands venv-crewai collector
 	@command -v valgrind >/dev/null || \
 	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq valgrind >/dev/null; }
 	$(PY) benchmarks/instructions.py --control
@@ -131,11 +147,16 @@ bench: venv venv-adk venv-strands collector
 	  openinference-instrumentation-strands-agents openinference-instrumentation openinference-semantic-conventions
 	PYTHONPATH=$(CURDIR)/.cache/openinference-strands $(VENV_STRANDS)/bin/python benchmarks/instructions.py \
 	  --only 'Strands' --control
+	# CrewAI in its own venv, beside OpenInference's instrumentor for it (a peer: kept out of the venv too)
+	$(VENV_CREWAI)/bin/python -m pip install -q --upgrade --no-deps --target .cache/openinference-crewai \
+	  openinference-instrumentation-crewai openinference-instrumentation openinference-semantic-conventions
+	PYTHONPATH=$(CURDIR)/.cache/openinference-crewai $(VENV_CREWAI)/bin/python benchmarks/instructions.py \
+	  --only CrewAI --control
 	$(PY) benchmarks/instructions.py --wall --rounds 15
 	$(PY) -m pytest benchmarks --benchmark-only --benchmark-columns=min,median,mean,ops --benchmark-sort=name
 	cd collector/processor/agentidentityprocessor && go test -run '^$$' -bench . -benchmem
 
 clean:
-	rm -rf $(VENV) $(VENV_ADK) $(VENV_STRANDS) collector/_build
+	rm -rf $(VENV) $(VENV_ADK) $(VENV_STRANDS) $(VENV_CREWAI) collector/_build
 
 -include collector/collector.mk

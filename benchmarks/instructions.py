@@ -47,12 +47,14 @@ def _marker() -> None:
 
 # -- workloads: name -> (make(mode) -> callable, modes) ----------------------------------------------
 # each framework is imported by its own workloads only (Google ADK runs in .venv-adk, Strands in
-# .venv-strands, without Agent Framework): these are imported before counting starts when one of
-# their workloads is selected, and their workloads are skipped where the framework is not installed
+# .venv-strands, CrewAI in .venv-crewai, without Agent Framework): these are imported before counting
+# starts when one of their workloads is selected, and their workloads are skipped where the framework
+# is not installed
 PREIMPORT = {
     "AF ": ("agent_framework", "offline_chat"),
     "Google ADK": ("google.adk.runners", "offline_adk"),
     "Strands": ("strands", "offline_strands"),
+    "CrewAI": ("crewai", "offline_crewai"),
 }
 
 
@@ -245,6 +247,22 @@ def _workloads():
 
     w["Strands Agent.invoke_async"] = strands
 
+    def crewai_kickoff():  # one agent, one task, one model call (no tool): CrewAI's lightest run
+        os.environ.setdefault("CREWAI_DISABLE_TELEMETRY", "true")
+        os.environ.setdefault("CREWAI_TRACING_ENABLED", "false")
+        import logging
+
+        from offline_crewai import OfflineCrewLLM
+
+        from crewai import Agent, Crew, Task
+
+        logging.getLogger("crewai").setLevel(logging.ERROR)  # a token-count warning per call otherwise
+        agent = Agent(role="bench", goal="g", backstory="b", llm=OfflineCrewLLM())
+        crew = Crew(agents=[agent], tasks=[Task(description="hello", expected_output="text", agent=agent)])
+        return crew.kickoff
+
+    w["CrewAI Crew.kickoff"] = crewai_kickoff
+
     def a2a_send(streaming=False):  # a real client and server in one process (httpx's ASGI transport)
         # a2a-sdk's own ~35 spans per request off, as in the demo (read when a2a-sdk is first imported)
         os.environ.setdefault("OTEL_INSTRUMENTATION_A2A_SDK_ENABLED", "false")
@@ -308,6 +326,7 @@ INSTRUMENTED = {
     "Pydantic AI Agent.run, native spans",
     "Google ADK Runner.run_async",
     "Strands Agent.invoke_async",
+    "CrewAI Crew.kickoff",
     "A2A send",
     "A2A send, streamed",
 }
@@ -326,6 +345,7 @@ PEER_MODES = {
         "openinference.instrumentation.strands_agents",
         "StrandsAgentsToOpenInferenceProcessor",
     ),
+    "openinference-crewai": ("CrewAI", "openinference.instrumentation.crewai", "CrewAIInstrumentor"),
 }
 
 

@@ -26,4 +26,5 @@ _instruments_any = (
     "pydantic-ai-slim >= 2.68, < 3",
     "google-adk >= 2.13, < 3",
     "strands-agents >= 1.62, < 2",
+    "crewai >= 1.15, < 2",
 )

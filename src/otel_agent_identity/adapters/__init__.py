@@ -13,6 +13,7 @@ ADAPTERS = {
     "pydantic_ai": "otel_agent_identity.adapters.pydantic_ai",
     "google_adk": "otel_agent_identity.adapters.google_adk",
     "strands": "otel_agent_identity.adapters.strands",
+    "crewai": "otel_agent_identity.adapters.crewai",
     "http": "otel_agent_identity.adapters.http_clients",
 }
 
@@ -49,6 +50,9 @@ HOOKS = (
     ("strands.multiagent.swarm", "strands", "instrument"),
     ("strands.multiagent.graph", "strands", "instrument"),
     ("strands.agent.a2a_agent", "strands", "instrument_a2a_agent"),
+    ("crewai", "crewai", "instrument"),  # the package: its __init__ imports Crew, Flow and the agent tools
+    ("crewai.a2a.utils.delegation", "crewai", "instrument_a2a_client"),
+    ("crewai.a2a.utils.task", "crewai", "instrument_a2a_server"),
     ("httpcore", "http", "instrument"),
     ("httpcore2", "http", "instrument"),
     ("requests.adapters", "http", "instrument"),

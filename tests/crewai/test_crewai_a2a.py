@@ -1,0 +1,118 @@
+"""CrewAI's A2A pieces (a2a-sdk 0.3, real HTTP on 127.0.0.1): the executor helper
+(``crewai.a2a.utils.task.execute``) serves each request with a fresh ``Task`` and no memory keyed
+by the contextId, so its run is in the request's contextId and ``resumed=false``, which the model
+confirms (it sees only the request, turn after turn); CrewAI's A2A send
+(``execute_a2a_delegation``) is a CLIENT run with a delegation id in the remote conversation."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+import pytest
+
+pytest.importorskip("a2a.server.apps")
+
+import uvicorn
+from a2a.server.agent_execution import AgentExecutor
+from a2a.server.apps import A2AStarletteApplication
+from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.server.tasks import InMemoryTaskStore
+from a2a.types import AgentCapabilities, AgentCard
+from crew_support import CONV, DELEG, EXEC, PARENT_EXEC, RESUMED, agent_spans, forecaster, spans_of
+from crewai.a2a.utils import task as crewai_a2a_task
+from crewai.a2a.utils.delegation import execute_a2a_delegation
+from offline_crewai import seen
+
+
+class CrewExecutor(AgentExecutor):
+    """The application's a2a-sdk executor, as CrewAI documents it: its helper does the work."""
+
+    def __init__(self) -> None:
+        self.agent = forecaster()
+
+    async def execute(self, context, event_queue) -> None:
+        await crewai_a2a_task.execute(self.agent, context, event_queue)
+
+    async def cancel(self, context, event_queue) -> None:
+        raise NotImplementedError
+
+
+@pytest.fixture(scope="module")
+def server():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    url = f"http://127.0.0.1:{port}"
+    card = AgentCard(
+        name="forecaster",
+        description="weather",
+        url=url,
+        version="1",
+        capabilities=AgentCapabilities(streaming=False),
+        default_input_modes=["text"],
+        default_output_modes=["text"],
+        skills=[],
+    )
+    handler = DefaultRequestHandler(agent_executor=CrewExecutor(), task_store=InMemoryTaskStore())
+    app = A2AStarletteApplication(agent_card=card, http_handler=handler).build()
+    srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=srv.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not srv.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "the A2A server did not start"
+        time.sleep(0.05)
+    yield url
+    srv.should_exit = True
+    thread.join(timeout=30)
+
+
+def _send(url, context_id=None):
+    return execute_a2a_delegation(
+        endpoint=url, auth=None, timeout=30, task_description="weather in Paris?", context_id=context_id
+    )
+
+
+def test_served_requests_are_never_resumed_and_sends_are_delegations(instrumentor, exporter, server):
+    first = _send(server)
+    assert "sunny in Paris" in first["result"] and seen(first["result"]) == 4
+    (client,) = agent_spans(exporter, f"invoke_agent {server}")
+    (served,) = agent_spans(exporter, "invoke_agent Forecaster")
+    cid = served.attributes[CONV]
+    assert client.kind.name == "CLIENT" and len(client.attributes[DELEG]) == 32
+    assert client.attributes[CONV] == cid  # the contextId the server answered in, learnt after turn 1
+    assert served.attributes[RESUMED] is False
+    assert "tool-body" in [s.name for s in spans_of(exporter, served.attributes[EXEC])]
+    assert all(s.attributes.get(CONV) == cid for s in spans_of(exporter, served.attributes[EXEC]))
+    exporter.clear()
+
+    second = _send(server, context_id=cid)  # the caller continues the conversation...
+    assert seen(second["result"]) == 4  # ...the served agent saw only this request: it forgot
+    (client2,) = agent_spans(exporter, f"invoke_agent {server}")
+    (served2,) = agent_spans(exporter, "invoke_agent Forecaster")
+    assert client2.attributes[CONV] == served2.attributes[CONV] == cid
+    assert served2.attributes[RESUMED] is False
+    assert client2.attributes[DELEG] != client.attributes[DELEG]
+
+
+def test_agent_with_an_a2a_client_config_delegates(instrumentor, exporter, server):
+    """A crew agent with ``a2a=A2AClientConfig(endpoint=...)``: CrewAI's own delegation loop sends
+    the task; the send is a CLIENT run nested in the crew's, with a delegation id."""
+    from crewai.a2a.config import A2AClientConfig
+    from offline_crewai import OfflineA2ACaller
+
+    from crewai import Agent, Crew, Task
+
+    caller = Agent(role="Caller", goal="g", backstory="b", llm=OfflineA2ACaller(), a2a=A2AClientConfig(endpoint=server))
+    crew = Crew(
+        name="calling", agents=[caller], tasks=[Task(description="weather?", expected_output="t", agent=caller)]
+    )
+    assert "sunny in Paris" in crew.kickoff().raw  # the remote answer came back through CrewAI's loop
+    (outer,) = agent_spans(exporter, "invoke_agent calling")
+    (send,) = [s for s in agent_spans(exporter) if s.kind.name == "CLIENT"]
+    (served,) = agent_spans(exporter, "invoke_agent Forecaster")
+    assert send.attributes[PARENT_EXEC] == outer.attributes[EXEC] and len(send.attributes[DELEG]) == 32
+    assert send.attributes[CONV] == served.attributes[CONV] and served.attributes[RESUMED] is False
+    assert CONV not in outer.attributes  # the crew has none of its own; the remote conversation is the send's
