@@ -20,7 +20,8 @@ import (
 //     to an answer (else, at the window's end, its response is lost);
 //   - below every hop a rule requires, the callee's agent span is in, or the
 //     entry span declares `resumed`, or the trace was held agent_wait (a
-//     callee without an agent span of its own: a plain a2a-sdk executor).
+//     callee without an agent span of its own: a plain a2a-sdk executor);
+//   - the trace has a hop, or was held agent_wait (a trace of one service).
 //
 // A trace is usually complete when its last span arrives: a span ends after
 // its children, a synchronous request after the callee's entry span, so the
@@ -51,16 +52,21 @@ func (p *identityProcessor) complete(td ptrace.Traces, age time.Duration) bool {
 		}
 	}
 	waitAgent := age < p.joiner.agentWait
+	hops := false
 	for _, c := range tr.order {
 		if !tr.isEntry(c) {
 			continue
 		}
+		hops = true
 		par := tr.parent[c]
 		if p.awaitsCallee(tr, par, c) || (waitAgent && p.awaitsAgent(tr, par, c)) {
 			return false
 		}
 	}
-	return true
+	// No hop yet: a root span that arrived first (a span exported before its
+	// children, e.g. one ended early, or a caller whose callee is slower)
+	// waits agent_wait for parts below it.
+	return hops || !waitAgent
 }
 
 // awaitsAgent reports whether required hop par -> c has no serving agent span

@@ -37,7 +37,10 @@ type Join struct {
 	// span gives `resumed`; its process exports it with or before the entry
 	// span, but a batch split or a stream that ends after the response can
 	// put it in a later fragment). A callee with no agent span of its own (a
-	// plain a2a-sdk executor) is judged after it. Default: 15s. Zero: no wait.
+	// plain a2a-sdk executor) is judged after it. A trace with no
+	// cross-service hop in yet (a trace of one service, or whose first part
+	// was its root) also waits this long for more parts. Default: 15s. Zero:
+	// no wait.
 	AgentWait time.Duration `mapstructure:"agent_wait"`
 
 	// MaxHeldSpans bounds the spans held at once; above it the oldest held
