@@ -47,7 +47,7 @@ $(ZIPKIN_JAR):
 demo: venv collector zipkin
 	$(PY) examples/demo.py
 
-test: venv collector system-deps zipkin lint test-go test-rules test-python test-adk test-dist test-peers
+test: venv collector system-deps zipkin lint test-go test-rules test-python test-adk test-dist test-peers test-polyglot
 
 # ruff (lint and format) and mypy, as configured in pyproject.toml: a violation fails make test (and CI)
 LINTED := src tests benchmarks examples
@@ -57,7 +57,7 @@ lint: venv
 	$(VENV)/bin/mypy
 
 test-python: venv
-	AGENT_IDENTITY_COLLECTOR=$(abspath $(COLLECTOR_BIN)) $(PY) -m pytest --ignore=tests/google_adk
+	AGENT_IDENTITY_COLLECTOR=$(abspath $(COLLECTOR_BIN)) $(PY) -m pytest --ignore=tests/google_adk --ignore=tests/polyglot
 
 test-adk: venv-adk
 	AGENT_IDENTITY_COLLECTOR=$(abspath $(COLLECTOR_BIN)) $(VENV_ADK)/bin/python -m pytest tests/google_adk
@@ -113,3 +113,4 @@ clean:
 	rm -rf $(VENV) $(VENV_ADK) collector/_build
 
 -include collector/collector.mk
+include tests/polyglot/polyglot.mk
