@@ -3,7 +3,7 @@
 # under our plugin through the real collector. Included by the Makefile.
 #   polyglot-js    npm ci of tests/polyglot/js (Node.js >= 20 and npm: on the machine)
 #   polyglot-java  Maven resolves and compiles tests/polyglot/java (Java 17 and Maven from apt when missing)
-#   test-polyglot  their end-to-end tests (tests/polyglot), about 2 min
+#   test-polyglot  their end-to-end tests (tests/polyglot), about 4 min
 POLYGLOT := tests/polyglot
 
 .PHONY: polyglot-js polyglot-java test-polyglot
@@ -15,5 +15,13 @@ $(POLYGLOT)/js/node_modules/.installed: $(POLYGLOT)/js/package.json $(POLYGLOT)/
 	cd $(POLYGLOT)/js && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-test-polyglot: venv collector polyglot-js
+# javac and Maven: on the machine; else Debian's OpenJDK 17 and Maven
+polyglot-java: $(POLYGLOT)/java/target/.installed
+$(POLYGLOT)/java/target/.installed: $(POLYGLOT)/java/pom.xml $(wildcard $(POLYGLOT)/java/src/main/java/polyglot/*.java)
+	@command -v javac >/dev/null && command -v mvn >/dev/null || \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jdk-headless maven >/dev/null; }
+	cd $(POLYGLOT)/java && mvn -q -B package
+	touch $@
+
+test-polyglot: venv collector polyglot-js polyglot-java
 	AGENT_IDENTITY_COLLECTOR=$(abspath $(COLLECTOR_BIN)) $(PY) -m pytest $(POLYGLOT) -q

@@ -1,12 +1,16 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Hops from Python callers to real ``@a2a-js/sdk`` agents, judged by the real collector.
+"""Hops from Python callers to real A2A agents in other languages, judged by the real collector.
 
-The agents (``js/agent.cjs``, one Node process under the Node OpenTelemetry SDK: HTTP and Express
-instrumentation, OTLP to the collector; ``make polyglot-js`` installs them with ``npm ci``) keep,
-forget or move their conversations, each with HTTP spans only or with the ``resumed`` contract
-(``+resumed``: a few lines of their own OpenTelemetry code). Each request records the history the
-agent really saw (the ground truth). The callers are the orchestrator's Agent Framework
-``A2AAgent`` and its direct a2a-sdk client, under our plugin. Checked both ways, per delegation:
+Two agent processes, each serving five agents on 127.0.0.1 (``make polyglot-js polyglot-java``
+installs them): ``js/agent.cjs``, ``@a2a-js/sdk`` 1.3 (A2A 1.0) under the Node OpenTelemetry SDK
+(HTTP and Express instrumentation, OTLP to the collector); ``java/``, a2a-java 0.3.3.Final
+(``io.github.a2asdk``, A2A 0.3: the newest a2a-java on Maven Central here; its 1.x, with
+``extras/opentelemetry``, does not resolve) behind the JDK HTTP server under the OpenTelemetry Java
+agent. The agents keep, forget or move their conversations, each with HTTP spans only or with the
+``resumed`` contract (``+resumed``: a few lines of their own OpenTelemetry code). Each request
+records the history the agent really saw (the ground truth). The callers are the orchestrator's
+Agent Framework ``A2AAgent`` and its direct a2a-sdk client, under our plugin. Checked both ways,
+per delegation:
 
 - HTTP spans only: turn 1 ``first_turn``; a reply in another context ``context_changed`` (read
   from the caller's send span); else ``state_unknown`` (no state verdict without ``resumed``),
@@ -32,7 +36,16 @@ import collector_support as cs
 
 pytestmark = [pytest.mark.e2e, pytest.mark.collector]
 
-JS = Path(__file__).with_name("js")
+HERE = Path(__file__).parent
+JAVA = HERE / "java" / "target"
+# language -> (working directory, command line before its --agent arguments)
+LANGS = {
+    "js": (HERE / "js", ["node", "--require", "./otel.cjs", "agent.cjs"]),
+    "java": (
+        HERE / "java",
+        ["java", "-javaagent:target/otel/opentelemetry-javaagent.jar", "-cp", "@CLASSPATH@", "polyglot.A2AJavaAgent"],
+    ),
+}
 AGENTS = ("keeps", "forgets", "moves", "keeps+resumed", "forgets+resumed")
 TURNS = 3
 # agent_identity.hop.mismatch per result: state_unknown is no verdict (absent), neither flagged nor healthy
@@ -45,44 +58,46 @@ MISMATCH = {
 }
 
 
-def _missing() -> str:
-    if not shutil.which("node"):
-        return "node is not installed (make polyglot-js)"
-    if not (JS / "node_modules" / "@a2a-js" / "sdk").is_dir():
-        return "tests/polyglot/js has no node_modules (make polyglot-js)"
-    return ""
+def _command(lang: str) -> list[str]:
+    """The agent process's command line; pytest.skip when its part is not installed."""
+    if lang == "js":
+        if not shutil.which("node") or not (HERE / "js" / "node_modules" / "@a2a-js" / "sdk").is_dir():
+            pytest.skip("tests/polyglot/js is not installed (make polyglot-js)")
+        return LANGS[lang][1]
+    if not shutil.which("java") or not (JAVA / "classpath.txt").exists():
+        pytest.skip("tests/polyglot/java is not built (make polyglot-java)")
+    classpath = f"{JAVA / 'classes'}{os.pathsep}{(JAVA / 'classpath.txt').read_text().strip()}"
+    return [classpath if arg == "@CLASSPATH@" else arg for arg in LANGS[lang][1]]
 
 
-@pytest.fixture(scope="module")
-def world(tmp_path_factory):
-    """The collector (single-node config, shipped join defaults) and the JS agents; yields
+@pytest.fixture(scope="module", params=list(LANGS))
+def world(request, tmp_path_factory):
+    """The collector (single-node config, shipped join defaults) and one language's agents; yields
     ``(collector, {spec: url}, truth_file)``."""
-    if reason := _missing():
-        pytest.skip(reason)
-    work = tmp_path_factory.mktemp("polyglot-js")
+    lang = request.param
+    cmd = _command(lang)
+    work = tmp_path_factory.mktemp(f"polyglot-{lang}")
     collector = cs.start_collector("single-node.yaml", work)
     truth = work / "truth.jsonl"
     ports = {spec: h.free_port() for spec in AGENTS}
     args = [arg for spec, port in ports.items() for arg in ("--agent", f"{spec}={port}")]
     env = dict(
         os.environ,
-        OTEL_SERVICE_NAME="js-agents",
+        OTEL_SERVICE_NAME=f"{lang}-agents",
         OTEL_EXPORTER_OTLP_ENDPOINT=collector.endpoint,
         OTEL_BSP_SCHEDULE_DELAY="200",
         OTEL_METRICS_EXPORTER="none",
         OTEL_LOGS_EXPORTER="none",
         AGENT_TRUTH=str(truth),
     )
-    log = work / "js-agents.log"
-    with open(log, "wb") as out:
-        cmd = ["node", "--require", "./otel.cjs", "agent.cjs", *args]
-        proc = subprocess.Popen(cmd, cwd=JS, env=env, stdout=out, stderr=subprocess.STDOUT)
+    with open(work / "agents.log", "wb") as out:
+        proc = subprocess.Popen([*cmd, *args], cwd=LANGS[lang][0], env=env, stdout=out, stderr=subprocess.STDOUT)
     try:
         for port in ports.values():
             h.wait_port(port, proc, timeout=120)
         yield collector, {spec: f"http://127.0.0.1:{port}/" for spec, port in ports.items()}, truth
     finally:
-        h.stop(proc)  # SIGTERM: otel.cjs flushes
+        h.stop(proc)  # SIGTERM: both SDKs flush on shutdown
         collector.stop()
 
 
@@ -106,9 +121,10 @@ def _judged(collector, traces: set[str]) -> list:
 
 
 @pytest.mark.parametrize("direct", [False, True], ids=["a2a_agent", "a2a_sdk_client"])
-def test_js_agent_hops_judged_both_ways(world, direct):
+def test_hops_judged_both_ways(world, direct):
     collector, urls, truth_file = world
-    records, _ = h.run_orchestrator(list(urls.items()), collector.endpoint, turns=TURNS, direct=direct)
+    # A2AAgent from the agent's card: it then speaks the card's protocol version (a2a-java: 0.3)
+    records, _ = h.run_orchestrator(list(urls.items()), collector.endpoint, turns=TURNS, direct=direct, card=True)
     assert len(records) == TURNS * len(AGENTS), records
     spans = _judged(collector, {rec["trace_id"] for rec in records})
     truth: dict[str, list[int]] = {}
