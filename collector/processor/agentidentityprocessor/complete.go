@@ -3,8 +3,10 @@
 package agentidentityprocessor // import "github.com/otel-agent-identity/otel-agent-identity/collector/processor/agentidentityprocessor"
 
 import (
+	"strings"
 	"time"
 
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 )
 
@@ -27,7 +29,7 @@ import (
 // its children, a synchronous request after the callee's entry span, so the
 // root comes last from the caller's process and each callee entry span with
 // its agent spans from the callee's.
-func (p *identityProcessor) complete(td ptrace.Traces, age time.Duration) bool {
+func (p *identityProcessor) complete(td ptrace.Traces, age time.Duration, earlier map[pcommon.SpanID]string) bool {
 	sc := getScratch()
 	defer sc.release()
 	groups := groupByTrace(td, sc)
@@ -36,9 +38,14 @@ func (p *identityProcessor) complete(td ptrace.Traces, age time.Duration) bool {
 	}
 	spans := groups[0]
 	tr := &traceAnalysis{traceIndex: buildIndex(spans, sc)}
-	for i := range spans {
+	hops := false // a cross-service hop is in (the trace has a callee part)
+	for i, s := range spans {
 		if tr.parent[i] == parentMissing && (tr.ambiguous == nil || !tr.ambiguous[i]) {
-			return false
+			caller, gone := earlier[s.span.ParentSpanID()]
+			if !gone {
+				return false
+			}
+			hops = hops || caller != s.service // a late callee part of a judged trace
 		}
 	}
 	if p.checksNoCallee {
@@ -52,7 +59,6 @@ func (p *identityProcessor) complete(td ptrace.Traces, age time.Duration) bool {
 		}
 	}
 	waitAgent := age < p.joiner.agentWait
-	hops := false
 	for _, c := range tr.order {
 		if !tr.isEntry(c) {
 			continue
@@ -115,7 +121,7 @@ func (p *identityProcessor) awaitsCallee(tr *traceAnalysis, par, c int32) bool {
 		return false
 	}
 	s := tr.spans[send].span
-	if !pendingState(strAttr(s, attrTaskState)) {
+	if !pendingState(strAttr(s, attrTaskState)) || !isSend(s) {
 		return false
 	}
 	if tr.firstBelow(c, tr.isAgent) < 0 {
@@ -147,4 +153,49 @@ func (tr *traceAnalysis) taskSend(par int32) int32 {
 
 func pendingState(state string) bool {
 	return state == taskStateSubmitted || state == taskStateWorking
+}
+
+// isSend reports whether CLIENT span s sent a message (a2a.method.name
+// SendMessage / SendStreamingMessage, or not recorded), not a GetTask poll or
+// a subscription, whose callee runs no agent for it.
+func isSend(s ptrace.Span) bool {
+	m := strAttr(s, attrMethodName)
+	return m == "" || strings.HasPrefix(m, "Send")
+}
+
+// lateHop handles span c whose parent left the join before (its trace was
+// judged complete, then this part arrived): in the same service it is no hop
+// (nothing to mark); in another, a hop whose caller side is gone: recorded
+// `not_required` (a hop a rule requires from a requesting span would have
+// kept the trace waiting for its callee). False when c's parent is unknown.
+func (tr *traceAnalysis) lateHop(c int32, t *tally) bool {
+	s := tr.spans[c]
+	caller, ok := tr.sc.earlier[s.span.ParentSpanID()]
+	if !ok || caller == "" || s.service == "" {
+		return false
+	}
+	if caller != s.service {
+		attrs := s.span.Attributes()
+		attrs.PutStr(attrHopResult, resultNotRequired)
+		attrs.PutStr(attrHopCallerService, caller)
+		bump(&t.hops, hopKey{caller: caller, callee: s.service, result: resultNotRequired})
+	}
+	return true
+}
+
+// awaitsFollowUp reports whether frag holds a failed or cancelled CLIENT
+// send of a long-running task (its trace waits for a follow-up that may come
+// in another trace: the join asks again every tick).
+func awaitsFollowUp(frag ptrace.Traces) bool {
+	for _, rs := range frag.ResourceSpans().All() {
+		for _, ss := range rs.ScopeSpans().All() {
+			for _, s := range ss.Spans().All() {
+				if s.Kind() == ptrace.SpanKindClient && pendingState(strAttr(s, attrTaskState)) && isSend(s) &&
+					strAttr(s, attrTaskID) != "" && (s.Status().Code() == ptrace.StatusCodeError || sendCancelled(s)) {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }

@@ -185,3 +185,95 @@ func TestJoinConcurrent(t *testing.T) {
 	m := h.metrics(t)
 	assert.Equal(t, int64(traces), m[forgotten])
 }
+
+// A part arriving after its trace was judged complete (a slow tool server
+// whose caller's root arrived first) is no orphan: the join remembers the
+// released trace's spans for the window (tail_sampling's decision cache).
+// In another service than its parent it is a hop recorded not_required;
+// nothing is unresolved.
+func TestJoinLatePartOfAJudgedTrace(t *testing.T) {
+	h := newHarness(t, configFrom(t, nil))
+	parts := hopParts("t1")
+	var whole []spanIn
+	for _, p := range parts {
+		whole = append(whole, p...)
+	}
+	whole = append(whole, spanIn{Trace: "t1", ID: "t1http", Parent: "t1root", Service: "orchestrator", Kind: "client"})
+	require.NoError(t, h.proc.ConsumeTraces(context.Background(), buildTraces(t, whole)))
+	require.Len(t, h.sink.AllTraces(), 1, "complete: judged at once")
+	late := []spanIn{
+		{Trace: "t1", ID: "t1tool", Parent: "t1http", Service: "tools", Kind: "server"},
+		{Trace: "t1", ID: "t1tool-db", Parent: "t1tool", Service: "tools", Kind: "client"},
+	}
+	require.NoError(t, h.proc.ConsumeTraces(context.Background(), buildTraces(t, late)))
+	require.Len(t, h.sink.AllTraces(), 2, "the late part leaves at once too")
+	assert.Equal(t, map[string]int{resultNotRequired: 1}, countResults(h.sink.AllTraces()[1]))
+	m := h.metrics(t)
+	assert.Equal(t, int64(1), m["agent_identity.hops{callee_agent=,callee_service=tools,caller_service=orchestrator,result=not_required}"])
+	for k := range m {
+		assert.NotContains(t, k, "unresolved")
+	}
+}
+
+// A batch of several traces (no groupbytrace before) is split by trace id;
+// each trace is joined and judged on its own.
+func TestJoinBatchOfTraces(t *testing.T) {
+	h := newHarness(t, configFrom(t, nil))
+	var batch []spanIn
+	for _, tr := range []string{"t1", "t2"} {
+		for _, p := range hopParts(tr) {
+			batch = append(batch, p...)
+		}
+	}
+	require.NoError(t, h.proc.ConsumeTraces(context.Background(), buildTraces(t, batch)))
+	assert.Equal(t, 10, h.sink.SpanCount())
+	assert.Equal(t, int64(2), h.metrics(t)[forgotten])
+}
+
+// A required hop whose callee has no agent span of its own (a plain a2a-sdk
+// executor) is judged once agent_wait passed, well before the hop window; a
+// cancelled send of a long-running task leaves as soon as a poll in another
+// trace brought the task's answer (not lost), before the window.
+func TestJoinWaitsEndWithoutNewParts(t *testing.T) {
+	h := startedHarness(t, map[string]any{"agent_wait": "200ms", "hop_window": "1m"})
+	plain := hopParts("t1")
+	require.NoError(t, h.proc.ConsumeTraces(context.Background(), buildTraces(t, append(append(plain[0], plain[1]...), plain[2]...))))
+	cancelled := []spanIn{
+		{Trace: "t2", ID: "t2send", Service: "orchestrator", Kind: "client", Attrs: map[string]any{
+			attrOperationName: operationInvokeAgent, attrConversationID: "ctx-2", attrRequestedID: "ctx-2",
+			attrAnsweredBefore: true, attrTaskID: "task-2", attrTaskState: taskStateWorking, attrSendCancelled: true}},
+		{Trace: "t2", ID: "t2entry", Parent: "t2send", Service: "specialist", Kind: "server",
+			Attrs: map[string]any{attrConversationID: "ctx-2"}},
+		{Trace: "t2", ID: "t2agent", Parent: "t2entry", Service: "specialist", Kind: "internal",
+			Attrs: map[string]any{attrOperationName: operationInvokeAgent, attrConversationID: "ctx-2", attrResumed: true}},
+	}
+	require.NoError(t, h.proc.ConsumeTraces(context.Background(), buildTraces(t, cancelled)))
+	require.Eventually(t, func() bool { return h.sink.SpanCount() == 3 }, 5*time.Second, 10*time.Millisecond,
+		"the plain callee's hop, after agent_wait")
+	require.NoError(t, h.proc.ConsumeTraces(context.Background(), buildTraces(t, []spanIn{
+		{Trace: "t3", ID: "t3poll", Service: "orchestrator", Kind: "client", Attrs: map[string]any{
+			attrTaskID: "task-2", attrTaskState: "TASK_STATE_COMPLETED"}},
+	})))
+	require.Eventually(t, func() bool { return h.sink.SpanCount() == 7 }, 5*time.Second, 10*time.Millisecond,
+		"the cancelled send, once its task was polled to an answer")
+	m := h.metrics(t)
+	assert.Equal(t, int64(2), m["agent_identity.hops{callee_agent=,callee_service=specialist,caller_service=orchestrator,result=continued}"])
+	for k := range m {
+		assert.NotContains(t, k, "lost_responses")
+	}
+}
+
+// A GetTask poll answered WORKING (its callee runs no agent for it) does not
+// keep its trace waiting: the trace leaves once complete, the send's hop
+// judged when the callee's agent span arrived.
+func TestJoinPollIsNoSend(t *testing.T) {
+	h := newHarness(t, configFrom(t, map[string]any{"agent_wait": "0s"}))
+	require.NoError(t, h.proc.ConsumeTraces(context.Background(), buildTraces(t, []spanIn{
+		{ID: "root", Service: "orchestrator", Kind: "internal", Attrs: map[string]any{attrOperationName: operationInvokeAgent}},
+		{ID: "poll", Parent: "root", Service: "orchestrator", Kind: "client", Attrs: map[string]any{
+			attrMethodName: "GetTask", attrTaskID: "task-1", attrTaskState: taskStateWorking, attrConversationID: "ctx-1"}},
+		{ID: "poll-server", Parent: "poll", Service: "specialist", Kind: "server", Attrs: map[string]any{
+			attrMethodName: "GetTask", attrTaskID: "task-1", attrTaskState: taskStateWorking, attrConversationID: "ctx-1"}},
+	})))
+	assert.Equal(t, 3, h.sink.SpanCount(), "judged at once")
+}
