@@ -159,3 +159,28 @@ def test_state_unknown_counted_per_callee(world):
         return h.metric_sum(h.scrape(collector.metrics_port), "agent_identity_state_unknown", callee_kind="http") == n
 
     cs.wait_for(counted, 30, f"agent_identity_state_unknown == {n}")
+
+
+def test_retried_delegation_is_one_duplicate(world):
+    """A delegation the caller sends twice (same message id, so the same delegation id) to an agent
+    that has no execution id of its own: each request it served counts as an execution, so the
+    second is flagged ``agent_identity.delegation.duplicate`` and counted once. Ground truth: the
+    agent recorded two executions in that trace."""
+    collector, urls, truth_file = world
+    records, _ = h.run_orchestrator(
+        [("keeps", urls["keeps"])], collector.endpoint, turns=2, retry_turn=2, direct=True, card=True
+    )
+    retried = [rec for rec in records if rec["turn"] == 2]
+    assert [rec["attempt"] for rec in retried] == [1, 2] and len({rec["trace_id"] for rec in retried}) == 1
+    trace_id = retried[0]["trace_id"]
+    spans = _judged(collector, {trace_id})
+    executions = [json.loads(line) for line in truth_file.read_text().splitlines()]
+    assert sum(1 for rec in executions if rec["trace_id"] == trace_id) == 2
+    entries = [s for s in h.hop_spans(spans) if s.trace_id == trace_id]
+    assert sorted(bool(s.attributes.get("agent_identity.delegation.duplicate")) for s in entries) == [False, True]
+
+    def counted() -> bool:
+        samples = h.scrape(collector.metrics_port)
+        return h.metric_sum(samples, "agent_identity_duplicate_executions", caller_service="orchestrator") == 1
+
+    cs.wait_for(counted, 30, "agent_identity_duplicate_executions == 1")
