@@ -71,7 +71,7 @@ demo: venv collector zipkin
 	$(PY) examples/demo.py
 
 test: venv collector system-deps zipkin lint test-go test-rules test-python test-adk test-strands test-crewai test-dist \
-	test-peers test-peers-strands
+	test-peers test-peers-strands test-polyglot
 
 # ruff (lint and format) and mypy, as configured in pyproject.toml: a violation fails make test (and CI)
 LINTED := src tests benchmarks examples
@@ -82,7 +82,7 @@ lint: venv
 
 test-python: venv
 	AGENT_IDENTITY_COLLECTOR=$(abspath $(COLLECTOR_BIN)) $(PY) -m pytest --ignore=tests/google_adk --ignore=tests/strands_agents \
-	  --ignore=tests/crewai
+	  --ignore=tests/crewai --ignore=tests/polyglot
 
 test-adk: venv-adk
 	AGENT_IDENTITY_COLLECTOR=$(abspath $(COLLECTOR_BIN)) $(VENV_ADK)/bin/python -m pytest tests/google_adk
@@ -160,3 +160,4 @@ clean:
 	rm -rf $(VENV) $(VENV_ADK) $(VENV_STRANDS) $(VENV_CREWAI) collector/_build
 
 -include collector/collector.mk
+include tests/polyglot/polyglot.mk

@@ -224,11 +224,13 @@ def run_orchestrator(
     turns: int = 3,
     retry_turn: int = 0,
     direct: bool = False,
+    card: bool = False,
     **extra: str,
 ) -> tuple[list[dict], subprocess.CompletedProcess]:
     """Run ``orchestrator.py`` under the launcher against ``[(name, url), ...]`` (``direct``: an
-    a2a-sdk client instead of ``A2AAgent``); returns its delegation records (one dict per send) and
-    the completed process. Raises CalledProcessError."""
+    a2a-sdk client instead of ``A2AAgent``; ``card``: ``A2AAgent`` from the specialist's Agent Card);
+    returns its delegation records (one dict per send) and the completed process. Raises
+    CalledProcessError."""
     cmd = [
         str(LAUNCHER),
         sys.executable,
@@ -240,6 +242,8 @@ def run_orchestrator(
     ]
     if direct:
         cmd.append("--direct")
+    if card:
+        cmd.append("--card")
     for name, url in specialists:
         cmd += ["--specialist", url, "--name", name]
     proc = subprocess.run(

@@ -35,7 +35,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import httpx
-from a2a.client import ClientConfig, create_client
+from a2a.client import A2ACardResolver, ClientConfig, create_client
 from a2a.types import Message as A2AMessage
 from a2a.types import Part, Role, SendMessageRequest
 from agent_framework.a2a import A2AAgent
@@ -122,8 +122,10 @@ def _record(message_id: str, attempt: int, requested, answered, error) -> None:
     )
 
 
-async def converse(url: str, name: str, turns: int, retry_turn: int, direct: bool = False) -> None:
-    """One orchestrator conversation of ``turns`` turns delegating to the specialist at ``url``."""
+async def converse(url: str, name: str, turns: int, retry_turn: int, direct: bool = False, card: bool = False) -> None:
+    """One orchestrator conversation of ``turns`` turns delegating to the specialist at ``url``
+    (``card``: ``A2AAgent`` built from the specialist's Agent Card, so it speaks the card's A2A
+    protocol version, e.g. 0.3 to a2a-java 0.3; else from the URL alone, A2A 1.0)."""
     # one id namespace per conversation: two conversations of one process never share an id
     client = OfflineChatClient(mode="service", prefix=f"orchestrator_{name}", truth="")
     orchestrator = Agent(client=client, name="orchestrator", tools=[get_weather])
@@ -138,7 +140,11 @@ async def converse(url: str, name: str, turns: int, retry_turn: int, direct: boo
             ]
             await _turns(orchestrator, session, name, turns, retry_turn)
             return
-        replicas = [A2AAgent(name=name, url=u) for u in urls]
+        if card:
+            cards = [await A2ACardResolver(http, u).get_agent_card() for u in urls]
+            replicas = [A2AAgent(name=name, agent_card=c, http_client=http) for c in cards]
+        else:
+            replicas = [A2AAgent(name=name, url=u) for u in urls]
         _state.update(specialist=replicas, session=replicas[0].create_session())
         async with contextlib.AsyncExitStack() as stack:
             for specialist in replicas:
@@ -166,12 +172,13 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=3)
     parser.add_argument("--retry-turn", type=int, default=0, help="re-send this turn's delegation (0: none)")
     parser.add_argument("--direct", action="store_true", help="send with an a2a-sdk client, not A2AAgent")
+    parser.add_argument("--card", action="store_true", help="build A2AAgent from the specialist's Agent Card")
     args = parser.parse_args()
 
     async def run_all() -> None:
         for i, url in enumerate(args.specialist):
             name = args.name[i] if i < len(args.name) else f"specialist-{i + 1}"
-            await converse(url, name, args.turns, args.retry_turn if i == 0 else 0, args.direct)
+            await converse(url, name, args.turns, args.retry_turn if i == 0 else 0, args.direct, args.card)
 
     asyncio.run(run_all())
 

@@ -83,6 +83,7 @@ var writtenAttributes = []string{
 	attrDelegationDuplicate,
 	attrVerdictDuplicate,
 	attrHopResponseLost,
+	attrHopCalleeKind,
 }
 
 // Values of agent_identity.hop.result. The flagged ones (hop.mismatch=true)

@@ -70,8 +70,8 @@ func stringConsts(t *testing.T, file string) []string {
 func TestAttributesFollowTable(t *testing.T) {
 	rows := tableRows(t, "")
 	// Every agent_identity.* / gen_ai.* name in attributes.go is a row.
-	for _, name := range stringConsts(t, "attributes.go") {
-		if strings.HasPrefix(name, "agent_identity.") || strings.HasPrefix(name, "gen_ai.") {
+	for _, name := range append(stringConsts(t, "attributes.go"), stringConsts(t, "callee_attrs.go")...) {
+		if (strings.HasPrefix(name, "agent_identity.") || strings.HasPrefix(name, "gen_ai.")) && !strings.HasSuffix(name, ".") {
 			assert.Contains(t, rows, name, "attributes.go names %q, the table does not", name)
 		}
 	}
@@ -105,7 +105,7 @@ func TestMetricsFollowTable(t *testing.T) {
 	}
 	require.NoError(t, cm.Unmarshal(&md, confmap.WithIgnoreUnused()))
 	require.Len(t, md.Telemetry.Metrics, len(rows))
-	labels := []string{labelCallerService, labelCalleeService, labelCalleeAgent, labelResult, labelReason, labelCallerStatus, labelStore}
+	labels := []string{labelCallerService, labelCalleeService, labelCalleeAgent, labelResult, labelReason, labelCallerStatus, labelStore, labelCalleeKind}
 	for key, m := range md.Telemetry.Metrics {
 		prom := strings.ReplaceAll(m.Prefix+key, ".", "_")
 		require.Contains(t, rows, prom)

@@ -42,6 +42,8 @@ type hop struct {
 	// firstTurn: the first request in the requested context (crosstrace.go):
 	// not compared for state
 	firstTurn bool
+	// side: where the callee's side was read from (callee_attrs.go)
+	side calleeSide
 }
 
 // checkHop judges hop par -> c: did the callee continue what the caller
@@ -50,6 +52,7 @@ func (p *identityProcessor) checkHop(tr *traceAnalysis, par, c int32, t *tally) 
 	h := p.resolveHop(tr, par, c)
 	result := h.classify()
 	tr.markHop(&h, result, t)
+	tr.markCallee(&h, result, t)
 	tr.noteDelegation(&h)
 	if h.required {
 		p.noteAnswered(tr, &h, t)
@@ -120,6 +123,7 @@ func (p *identityProcessor) resolveHop(tr *traceAnalysis, par, c int32) hop {
 	if h.answered == "" {
 		h.answered = h.agentConv
 	}
+	tr.readCallee(&h)
 	h.firstTurn = h.required && h.requested != "" && p.firstInContext(tr, &h)
 	return h
 }
@@ -133,14 +137,16 @@ func (h *hop) classify() string {
 		return resultFirstTurn
 	case h.requested == "":
 		return resultCallerUnknown
-	case h.answered == "":
+	case h.answered == "" && !h.side.changed:
 		return resultCalleeUnknown
-	case h.answered != h.requested:
+	case h.side.changed || h.answered != h.requested:
 		return resultContextChanged
 	case h.firstTurn:
 		return resultFirstTurn
 	case h.resumedKnown && !h.resumed:
 		return resultStateNotResumed
+	case !h.resumedKnown && h.side.kind != calleeKindOurs:
+		return resultStateUnknown
 	}
 	return resultContinued
 }

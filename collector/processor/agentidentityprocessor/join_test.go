@@ -29,7 +29,7 @@ func hopParts(trace string) [][]spanIn {
 			Attrs: map[string]any{attrOperationName: operationInvokeAgent, attrConversationID: "ctx-" + trace,
 				attrRequestedID: "ctx-" + trace, attrDelegationID: "d-" + trace, attrAnsweredBefore: true}}},
 		{{Trace: trace, ID: trace + "entry", Parent: trace + "send", Service: "specialist", Kind: "server",
-			Attrs: map[string]any{attrConversationID: "ctx-" + trace}}},
+			Attrs: map[string]any{attrConversationID: "ctx-" + trace, attrRequestedID: "ctx-" + trace}}},
 		{{Trace: trace, ID: trace + "agent", Parent: trace + "entry", Service: "specialist", Kind: "internal",
 			Attrs: map[string]any{attrOperationName: operationInvokeAgent, attrAgentName: "specialist",
 				attrConversationID: "ctx-" + trace, attrResumed: false, attrExecutionID: "e-" + trace}},

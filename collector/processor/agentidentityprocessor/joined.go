@@ -131,6 +131,7 @@ func (p *identityProcessor) consume(ctx context.Context, td ptrace.Traces) (ptra
 func (p *identityProcessor) judgeReleased(ctx context.Context, rel []join.Released) ptrace.Traces {
 	out := ptrace.NewTraces()
 	evicted := int64(0)
+	inStartOrder(rel)
 	for _, r := range rel {
 		if r.Reason == join.Evicted {
 			evicted++

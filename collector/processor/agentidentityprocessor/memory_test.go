@@ -46,7 +46,7 @@ func hopTrace(t *testing.T, trace string) ptrace.Traces {
 		{Trace: trace, ID: trace + "-client", Service: "a", Kind: "client",
 			Attrs: map[string]any{attrOperationName: operationInvokeAgent, attrConversationID: "c", attrRequestedID: "c", attrAnsweredBefore: true}},
 		{Trace: trace, ID: trace + "-server", Parent: trace + "-client", Service: "b", Kind: "server",
-			Attrs: map[string]any{attrConversationID: "c"}},
+			Attrs: map[string]any{attrConversationID: "c", attrResumed: true}},
 	})
 }
 

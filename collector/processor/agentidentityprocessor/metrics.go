@@ -77,6 +77,8 @@ type tally struct {
 	lostResponses counts[pairKey]
 	// evictions: items a bounded memory gave up, by store
 	evictions counts[string]
+	// stateUnknown: hops unjudged for state (callee_attrs.go)
+	stateUnknown counts[unjudgedKey]
 }
 
 // counts is a tally of label sets, a short slice searched in order: a call
@@ -113,6 +115,7 @@ func (t *tally) reset() {
 	t.deliveries = t.deliveries[:0]
 	t.lostResponses = t.lostResponses[:0]
 	t.evictions = t.evictions[:0]
+	t.stateUnknown = t.stateUnknown[:0]
 }
 
 func (ins *instruments) record(ctx context.Context, t *tally) {
@@ -127,6 +130,7 @@ func (ins *instruments) record(ctx context.Context, t *tally) {
 	addCounts(ctx, ins.tb.DuplicateDeliveries, &ins.opts, t.deliveries)
 	addCounts(ctx, ins.tb.LostResponses, &ins.opts, t.lostResponses)
 	addCounts(ctx, ins.tb.NoCallee, &ins.opts, t.noCallee)
+	addCounts(ctx, ins.tb.StateUnknown, &ins.opts, t.stateUnknown)
 	for _, c := range t.evictions {
 		ins.evicted(ctx, c.key, c.n)
 	}

@@ -83,7 +83,7 @@ func TestLargeTraces(t *testing.T) {
 			results := countResults(out)
 			assert.Zero(t, results[resultUnresolved])
 			if name != "deep_chain" {
-				assert.Equal(t, n-1, results[resultContinued]+results[resultContextChanged]+results[resultFirstTurn])
+				assert.Equal(t, n-1, results[resultContinued]+results[resultStateUnknown]+results[resultContextChanged]+results[resultFirstTurn])
 			}
 		})
 	}

@@ -34,6 +34,7 @@ type TelemetryBuilder struct {
 	LostResponses       metric.Int64Counter
 	Mismatches          metric.Int64Counter
 	NoCallee            metric.Int64Counter
+	StateUnknown        metric.Int64Counter
 	Unresolved          metric.Int64Counter
 }
 
@@ -112,6 +113,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"agent_identity.no_callee",
 		metric.WithDescription("Requesting spans (require_continuation caller conditions) with no descendant in another service. [Alpha]"),
 		metric.WithUnit("{span}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.StateUnknown, err = builder.meter.Int64Counter(
+		"agent_identity.state_unknown",
+		metric.WithDescription("Hops answered in the requested context by a callee whose telemetry carries no resumed signal: unjudged for state (agent_identity.hop.result=state_unknown). [Alpha]"),
+		metric.WithUnit("{hop}"),
 	)
 	errs = errors.Join(errs, err)
 	builder.Unresolved, err = builder.meter.Int64Counter(

@@ -149,6 +149,22 @@ func AssertEqualNoCallee(t *testing.T, tt *componenttest.Telemetry, dps []metric
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }
 
+func AssertEqualStateUnknown(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "agent_identity.state_unknown",
+		Description: "Hops answered in the requested context by a callee whose telemetry carries no resumed signal: unjudged for state (agent_identity.hop.result=state_unknown). [Alpha]",
+		Unit:        "{hop}",
+		Data: metricdata.Sum[int64]{
+			Temporality: metricdata.CumulativeTemporality,
+			IsMonotonic: true,
+			DataPoints:  dps,
+		},
+	}
+	got, err := tt.GetMetric("agent_identity.state_unknown")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
 func AssertEqualUnresolved(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "agent_identity.unresolved",

@@ -27,6 +27,7 @@ func TestSetupTelemetry(t *testing.T) {
 	tb.LostResponses.Add(context.Background(), 1)
 	tb.Mismatches.Add(context.Background(), 1)
 	tb.NoCallee.Add(context.Background(), 1)
+	tb.StateUnknown.Add(context.Background(), 1)
 	tb.Unresolved.Add(context.Background(), 1)
 	AssertEqualDuplicateDeliveries(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
@@ -50,6 +51,9 @@ func TestSetupTelemetry(t *testing.T) {
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualNoCallee(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualStateUnknown(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualUnresolved(t, testTel,
