@@ -25,4 +25,5 @@ _instruments_any = (
     "openai-agents >= 0.24, < 0.25",
     "pydantic-ai-slim >= 2.68, < 3",
     "google-adk >= 2.13, < 3",
+    "llama-index-workflows >= 2.26, < 3",
 )

@@ -12,6 +12,7 @@ ADAPTERS = {
     "openai_agents": "otel_agent_identity.adapters.openai_agents",
     "pydantic_ai": "otel_agent_identity.adapters.pydantic_ai",
     "google_adk": "otel_agent_identity.adapters.google_adk",
+    "llama_index": "otel_agent_identity.adapters.llama_index",
     "http": "otel_agent_identity.adapters.http_clients",
 }
 
@@ -44,6 +45,8 @@ HOOKS = (
     ("agents", "openai_agents", "instrument"),
     ("pydantic_ai", "pydantic_ai", "instrument"),
     ("google.adk.runners", "google_adk", "instrument"),
+    ("workflows.workflow", "llama_index", "instrument"),
+    ("llama_index.core.agent.workflow", "llama_index", "instrument_agents"),
     ("httpcore", "http", "instrument"),
     ("httpcore2", "http", "instrument"),
     ("requests.adapters", "http", "instrument"),

@@ -1,0 +1,309 @@
+"""LlamaIndex workflows and agent workflows (``llama-index-workflows`` 2.x, ``llama-index-core`` 0.14).
+
+Wraps ``workflows.Workflow.run``, which every agent class reaches (``FunctionAgent``,
+``ReActAgent``, ``CodeActAgent``, ``AgentWorkflow``: one user call, one ``Workflow.run``, handoffs
+included). ``run()`` is sync and returns a ``WorkflowHandler`` at once; the work runs in a task it
+creates, inside the run's scope, so every step, tool and model call (sync tools run in threads
+with a copy of the context) carries the run's ids. The span ends when the handler's result task
+does (awaited, streamed with ``handler.stream_events()`` or not consumed at all); a run cancelled
+with ``handler.cancel_run()`` (``WorkflowCancelledByUser``) or an ``asyncio`` cancellation is no
+failure. LlamaIndex emits no OpenTelemetry spans, so each run gets one INTERNAL span:
+``invoke_agent {agent.name}`` for an agent, ``invoke_agent {root_agent}`` for an ``AgentWorkflow``
+(with ``agent_identity.last_agent.name``, the agent that produced the output),
+``invoke_workflow {workflow_name}`` for any other ``Workflow``.
+
+- Conversation id (source ``framework``, after a registered override or the workflow's
+  ``_get_otel_conversation_id``): the memory given to the run (``run(memory=...)``, the start
+  event's ``memory``): ``Memory.session_id`` (``Memory.from_defaults(session_id=...)``; random
+  when not given, and then one per ``Memory`` object), else a ``ChatMemoryBuffer``'s
+  ``chat_store_key`` other than the default ``"chat_history"``; else, adopted as the run loads its
+  context (before any model or tool call), the ``Memory`` the framework took from a reused
+  ``ctx``. None otherwise: a ``Context`` has no id, and none is invented.
+- Execution id: the run's ``run_id`` (``run(run_id=...)``); when the caller gives none, the
+  adapter passes LlamaIndex the run's new execution id as ``run_id`` (32 hex characters, or the
+  one given with ``otel_agent_identity.execution()``), so ``handler.run_id`` and the
+  ``llamaindex.run_id`` tag of every dispatcher event are the execution id.
+- Delegation id: an ``AgentWorkflow`` handoff (the built-in ``handoff`` tool, accepted) is a hop
+  to the agent handed to: spans started from then on in the run carry a new
+  ``agent_identity.delegation.id`` (one per handoff; ``otel_agent_identity.delegation(key=...)``
+  supplies it).
+- Nested runs (an agent run from a tool of another run) record the enclosing run's execution and
+  conversation ids.
+
+State continuity (``agent_identity.conversation.resumed``) of an agent run, read right after the
+framework set up the run's context (``_init_context``, before the new message is added): ``true``
+when the memory the run really uses held conversation messages (a reused or restored ``ctx``
+whose memory survived, ``memory=`` with history) or ``chat_history=`` brings earlier messages;
+``false`` otherwise: among them a ``Context`` reused, or restored with ``Context.from_dict``,
+whose memory LlamaIndex failed to serialise (with pydantic 2.14, ``SimpleChatStore`` cannot be
+serialised; LlamaIndex drops the memory with an ``UnserializableKeyWarning`` and the run starts
+from nothing). A run that continues a running context (``ctx.is_running``): ``true``. The memory's
+messages are read once more for this (``aget_all()``; a SQL-backed ``Memory``: one query per run).
+A plain ``Workflow`` records none.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from otel_agent_identity import attributes as attrs
+from otel_agent_identity._runs import RunHandler, SpanSpec, awaiting_run
+from otel_agent_identity.adapters._base import BoundedCache, Wrapped, agent_span_spec, nonempty_str
+from otel_agent_identity.scope import current_scope, new_delegation_id
+
+NAME = "llama_index"
+REQUIREMENTS = ("llama-index-workflows >= 2.26, < 3",)
+#: the agent classes' version (checked when the application imports them; a mismatch leaves
+#: agent runs with ids and no ``resumed`` or handoff delegation, with one warning)
+CORE_REQUIREMENTS = ("llama-index-core >= 0.14, < 0.15",)
+PROVIDER = "llama_index"
+_DEFAULT_KEY = "chat_history"  # ChatMemoryBuffer's constant default key: not a conversation
+
+_logger = logging.getLogger(__name__)
+_SPECS = BoundedCache()
+_types: dict[str, Any] = {"agent": (), "team": (), "stop": None}
+_not_failures: tuple = ()
+_NO_ARGS: dict = {}
+
+
+def memory_rule(workflow: Any, memory: Any, call: Any) -> str | None:
+    """Framework rule: the conversation id of the memory given to the run (module docstring)."""
+    if memory is None:
+        return None
+    try:
+        session_id = getattr(memory, "session_id", None)
+        if session_id is not None:
+            return session_id if type(session_id) is str else None
+        key = nonempty_str(getattr(memory, "chat_store_key", None))
+        return key if key != _DEFAULT_KEY else None
+    except Exception:
+        return None
+
+
+def _last_agent(result: Any) -> dict[str, Any]:
+    name = nonempty_str(getattr(result, "current_agent_name", None))
+    return {attrs.LAST_AGENT_NAME: name} if name else {}
+
+
+def _span_spec(workflow: Any) -> SpanSpec:
+    """``invoke_agent {name}`` of an agent or an ``AgentWorkflow`` (its root agent), else
+    ``invoke_workflow {workflow_name}``; one spec per (type, name)."""
+    if isinstance(workflow, _types["agent"]):
+        kind, name = "agent", getattr(workflow, "name", None)
+    elif isinstance(workflow, _types["team"]):
+        kind, name = "team", getattr(workflow, "root_agent", None)
+    else:
+        kind, name = "workflow", getattr(workflow, "_workflow_name", None) or type(workflow).__name__
+    name = name if type(name) is str and name else type(workflow).__name__
+    key = (kind, name)
+    spec = _SPECS.get(key)
+    if spec is None:
+        if kind == "workflow":
+            spec = agent_span_spec(
+                name,
+                PROVIDER,
+                operation=attrs.INVOKE_WORKFLOW,
+                name_key=attrs.GEN_AI_WORKFLOW_NAME,
+                not_failures=_not_failures,
+            )
+        else:
+            spec = agent_span_spec(name, PROVIDER, not_failures=_not_failures)
+            if kind == "team":
+                spec.on_end = _last_agent
+        _SPECS.put(key, spec)
+    return spec
+
+
+def _given_memory(start_event: Any, kwargs: dict) -> Any:
+    if start_event is None:
+        return kwargs.get("memory")
+    try:
+        return start_event.get("memory", None)
+    except Exception:
+        return None
+
+
+def _start(handler: RunHandler, workflow: Any, args: tuple, kwargs: dict):
+    """The run of ``Workflow.run(self, ctx=None, start_event=None, **kwargs)``, or None."""
+    ctx = args[0] if args else kwargs.get("ctx")
+    start_event = args[1] if len(args) > 1 else kwargs.get("start_event")
+    run_id = kwargs.get("run_id")
+    agent = isinstance(workflow, _types["agent"] + _types["team"])
+    resumed = True if ctx is not None and ctx.is_running else None
+    run = handler.start(
+        framework=NAME,
+        agent=workflow,
+        session=_given_memory(start_event, kwargs),
+        args=args,
+        kwargs=kwargs,
+        rule=memory_rule,
+        span=_span_spec(workflow),
+        run_id=run_id if type(run_id) is str else None,
+        resumed=resumed,
+        recheck=False,  # the memory is the call's own: its id cannot change during the run
+    )
+    if run is not None and resumed is None and agent:
+        run.resumed_later()  # the framework's set-up of the run's context tells (_init_context_wrapper)
+    return run
+
+
+def _run_wrapper(handler: RunHandler):
+    """Wrapper of ``Workflow.run(self, ctx=None, start_event=None, **kwargs) -> WorkflowHandler``."""
+
+    def wrapper(wrapped, instance, args, kwargs):
+        try:
+            run = _start(handler, instance, args, kwargs)
+            if run is not None and kwargs.get("run_id") is None:
+                kwargs = {**kwargs, "run_id": run.scope.execution_id}
+        except Exception:
+            _logger.debug("otel-agent-identity: llama_index run not tracked", exc_info=True)
+            run = None
+        if run is None:
+            return wrapped(*args, **kwargs)
+        token = run.enter()  # the run's tasks are created here: they copy the run's context
+        try:
+            workflow_handler = wrapped(*args, **kwargs)
+        except BaseException as exc:
+            run.finish(error=exc)
+            raise
+        finally:
+            run.exit(token)
+        try:
+            workflow_handler._result_task.add_done_callback(_finish_when_done(run))
+        except Exception:
+            _logger.debug("otel-agent-identity: llama_index run ended at once", exc_info=True)
+            run.finish()
+        return workflow_handler
+
+    return wrapper
+
+
+def _finish_when_done(run: Any):
+    """A done callback of the handler's result task: the run ends with its result (the stop
+    event's ``result``, as ``await handler`` gives it), its error, or cancelled."""
+
+    def done(task: Any) -> None:
+        try:
+            if task.cancelled():
+                run.finish()
+                return
+            error = task.exception()
+            if error is not None:
+                run.finish(error=error)
+                return
+            stop = task.result()
+            run.finish(result=stop.result if type(stop) is _types["stop"] else stop)
+        except BaseException:
+            _logger.debug("otel-agent-identity: ending a llama_index run failed", exc_info=True)
+            run.finish()
+
+    return done
+
+
+def _init_context_wrapper(wrapped, instance, args, kwargs):
+    """Around ``async _init_context(self, ctx, ev)`` of an agent or ``AgentWorkflow``, which sets
+    up the memory of the run: its ``resumed`` (module docstring)."""
+    try:
+        run = awaiting_run(instance)
+    except Exception:
+        run = None
+    if run is None:
+        return wrapped(*args, **kwargs)
+    return _observe_init(run, wrapped, args, kwargs)
+
+
+async def _observe_init(run: Any, wrapped: Any, args: tuple, kwargs: dict) -> Any:
+    result = await wrapped(*args, **kwargs)
+    try:
+        ctx = args[0] if args else kwargs.get("ctx")
+        event = args[1] if len(args) > 1 else kwargs.get("ev")
+        memory = await ctx.store.get("memory", default=None)
+        if run.scope.conversation_id is None:
+            learnt = memory_rule(None, memory, None)
+            if learnt is not None:
+                run.learn(learnt)
+        run.record_resumed(await _had_history(memory, event))
+    except Exception:
+        _logger.debug("otel-agent-identity: llama_index resumed not read", exc_info=True)
+    return result
+
+
+async def _had_history(memory: Any, event: Any) -> bool | None:
+    """Whether the run starts with earlier conversation messages: ``chat_history`` beyond the new
+    message, else the memory's messages before the new one is added."""
+    history = event.get("chat_history", None)
+    if history:
+        return len(history) > (0 if event.get("user_msg", None) else 1)
+    if memory is None:
+        return None
+    return any(getattr(m, "role", None) != "system" for m in await memory.aget_all())
+
+
+def _handoff_wrapper(wrapped, instance, args, kwargs):
+    """Around ``AgentWorkflow``'s ``async handoff(ctx, to_agent, reason)`` tool function."""
+    scope = current_scope()
+    if scope is None:
+        return wrapped(*args, **kwargs)
+    return _hand_off(scope, wrapped, args, kwargs)
+
+
+async def _hand_off(scope: Any, wrapped: Any, args: tuple, kwargs: dict) -> Any:
+    result = await wrapped(*args, **kwargs)
+    try:
+        ctx = args[0] if args else kwargs.get("ctx")
+        to_agent = args[1] if len(args) > 1 else kwargs.get("to_agent")
+        if to_agent is not None and await ctx.store.get("next_agent", default=None) == to_agent:  # accepted
+            scope.delegation_id = new_delegation_id()
+            scope.refresh()
+    except Exception:
+        _logger.debug("otel-agent-identity: llama_index handoff not recorded", exc_info=True)
+    return result
+
+
+def instrument(handler: RunHandler) -> None:
+    """Wrap ``workflows.workflow.Workflow.run``.
+
+    Raises:
+        ImportError / AttributeError: this llama-index-workflows lacks a piece we rely on (the
+            instrumentor then skips the adapter with a warning).
+    """
+    global _not_failures
+    from workflows.errors import WorkflowCancelledByUser
+    from workflows.events import StopEvent
+    from workflows.workflow import Workflow
+
+    _types["stop"], _not_failures = StopEvent, (WorkflowCancelledByUser,)
+    _SPECS.clear()
+    _wrapped.wrap(Workflow, "run", _run_wrapper(handler))
+
+
+def instrument_agents(handler: RunHandler) -> None:
+    """Wrap ``_init_context`` of ``BaseWorkflowAgent`` and ``AgentWorkflow`` and the ``handoff``
+    tool function (llama-index-core's agent workflows, imported by the application); a
+    llama-index-core outside :data:`CORE_REQUIREMENTS` is left alone, with one warning."""
+    from opentelemetry.instrumentation.dependencies import get_dependency_conflicts
+
+    conflict = get_dependency_conflicts(CORE_REQUIREMENTS)
+    if conflict is not None:
+        _logger.warning("otel-agent-identity: llama_index agents: %s; resumed and handoffs not recorded", conflict)
+        return
+    from llama_index.core.agent.workflow import base_agent, multi_agent_workflow
+
+    agent, team = base_agent.BaseWorkflowAgent, multi_agent_workflow.AgentWorkflow
+    _types["agent"], _types["team"] = (agent,), (team,)
+    _SPECS.clear()
+    for cls in (agent, team):
+        if (cls, "_init_context") not in _wrapped:
+            _wrapped.wrap(cls, "_init_context", _init_context_wrapper)
+    if (multi_agent_workflow, "handoff") not in _wrapped:
+        _wrapped.wrap(multi_agent_workflow, "handoff", _handoff_wrapper)
+
+
+def _reset() -> None:
+    _types.update(agent=(), team=(), stop=None)
+    _SPECS.clear()
+
+
+_wrapped = Wrapped(_reset)
+uninstrument = _wrapped.uninstrument
