@@ -216,7 +216,7 @@ def _init_context_wrapper(wrapped, instance, args, kwargs):
 async def _observe_init(run: Any, wrapped: Any, args: tuple, kwargs: dict) -> Any:
     result = await wrapped(*args, **kwargs)
     try:
-        ctx = args[0] if args else kwargs.get("ctx")
+        ctx: Any = args[0] if args else kwargs.get("ctx")
         event = args[1] if len(args) > 1 else kwargs.get("ev")
         memory = await ctx.store.get("memory", default=None)
         if run.scope.conversation_id is None:
@@ -251,7 +251,7 @@ def _handoff_wrapper(wrapped, instance, args, kwargs):
 async def _hand_off(scope: Any, wrapped: Any, args: tuple, kwargs: dict) -> Any:
     result = await wrapped(*args, **kwargs)
     try:
-        ctx = args[0] if args else kwargs.get("ctx")
+        ctx: Any = args[0] if args else kwargs.get("ctx")
         to_agent = args[1] if len(args) > 1 else kwargs.get("to_agent")
         if to_agent is not None and await ctx.store.get("next_agent", default=None) == to_agent:  # accepted
             scope.delegation_id = new_delegation_id()
