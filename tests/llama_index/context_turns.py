@@ -1,10 +1,12 @@
 """The headline forgetting: a ``Context`` reused for a second turn, then restored with
-``Context.from_dict`` (through JSON) for a third, on the offline model, instrumented.
+``Context.from_dict`` (through JSON) for a third, on the offline model, instrumented. The first
+turn gives the memory (a ``ChatMemoryBuffer`` keyed ``conv-ctx``); the later turns rely on the
+context to carry it.
 
-``turns(exporter)`` returns what the model saw each turn and each run's recorded ``resumed``. Run
-as a script (``python context_turns.py``), it instruments an in-memory provider and prints
-``{"pydantic": version, "seen": [...], "resumed": [...], "warned": bool}`` as JSON: the test runs it
-under another pydantic (``PYTHONPATH``) to show both ways.
+``turns(exporter)`` returns what the model saw each turn, each run's recorded ``resumed`` and
+conversation id. Run as a script (``python context_turns.py``), it instruments an in-memory
+provider and prints ``{"pydantic": version, "seen": [...], "resumed": [...], "conversation": [...],
+"warned": bool}`` as JSON: the test runs it under another pydantic (``PYTHONPATH``) to show both ways.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import warnings
 
 def turns(exporter) -> dict:
     from li_support import RESUMED, agent_spans, weather_agent
+    from llama_index.core.memory import ChatMemoryBuffer
     from llama_index.core.workflow import Context
     from offline_llama_index import seen
 
@@ -23,7 +26,8 @@ def turns(exporter) -> dict:
 
     async def go():
         ctx = Context(agent)
-        first = await agent.run(user_msg="hello", ctx=ctx)
+        memory = ChatMemoryBuffer.from_defaults(chat_store_key="conv-ctx")
+        first = await agent.run(user_msg="hello", ctx=ctx, memory=memory)
         second = await agent.run(user_msg="hello again", ctx=ctx)
         restored = Context.from_dict(agent, json.loads(json.dumps(ctx.to_dict())))
         third = await agent.run(user_msg="and again", ctx=restored)
@@ -39,6 +43,7 @@ def turns(exporter) -> dict:
         "pydantic": pydantic.VERSION,
         "seen": saw,
         "resumed": [s.attributes.get(RESUMED) for s in runs],
+        "conversation": [s.attributes.get("gen_ai.conversation.id") for s in runs],
         "warned": any(type(w.message).__name__ == "UnserializableKeyWarning" for w in caught),
     }
 
