@@ -49,7 +49,11 @@ def _marker() -> None:
 # each framework is imported by its own workloads only (Google ADK runs in .venv-adk, without Agent
 # Framework): these are imported before counting starts when one of their workloads is selected, and
 # their workloads are skipped where the framework is not installed
-PREIMPORT = {"AF ": ("agent_framework", "offline_chat"), "Google ADK": ("google.adk.runners", "offline_adk")}
+PREIMPORT = {
+    "AF ": ("agent_framework", "offline_chat"),
+    "Google ADK": ("google.adk.runners", "offline_adk"),
+    "LlamaIndex": ("llama_index.core.agent.workflow", "offline_llama_index"),
+}
 
 
 def _installed(module: str) -> bool:
@@ -227,6 +231,20 @@ def _workloads():
 
     w["Google ADK Runner.run_async"] = adk
 
+    def llama_index():  # one turn with a memory keyed conv_1, new per run (its history would grow)
+        from llama_index.core.agent.workflow import FunctionAgent
+        from llama_index.core.memory import ChatMemoryBuffer
+        from offline_llama_index import offline_llm
+
+        agent = FunctionAgent(name="bench", llm=offline_llm())
+
+        async def turn():
+            await agent.run(user_msg="hello", memory=ChatMemoryBuffer.from_defaults(chat_store_key="conv_1"))
+
+        return lambda: run(turn())
+
+    w["LlamaIndex FunctionAgent.run"] = llama_index
+
     def a2a_send(streaming=False):  # a real client and server in one process (httpx's ASGI transport)
         # a2a-sdk's own ~35 spans per request off, as in the demo (read when a2a-sdk is first imported)
         os.environ.setdefault("OTEL_INSTRUMENTATION_A2A_SDK_ENABLED", "false")
@@ -289,6 +307,7 @@ INSTRUMENTED = {
     "Pydantic AI Agent.run",
     "Pydantic AI Agent.run, native spans",
     "Google ADK Runner.run_async",
+    "LlamaIndex FunctionAgent.run",
     "A2A send",
     "A2A send, streamed",
 }
@@ -299,7 +318,10 @@ PEERS = {"Pydantic AI native spans, OpenInference processor": "Pydantic AI nativ
 PAIRS = {"child span, in a run scope": "child span"}
 #: a peer's instrumentor, not a dependency (pip install it): measured in a process of its own, set up
 #: as bare and instrumented by it once, before anything is built, on the workloads it instruments
-PEER_MODES = {"openinference": ("Google ADK", "openinference.instrumentation.google_adk", "GoogleADKInstrumentor")}
+PEER_MODES = {
+    "openinference": ("Google ADK", "openinference.instrumentation.google_adk", "GoogleADKInstrumentor"),
+    "openinference-llama-index": ("LlamaIndex", "openinference.instrumentation.llama_index", "LlamaIndexInstrumentor"),
+}
 
 
 def _selected(name: str, only: set) -> bool:
