@@ -167,3 +167,38 @@ def test_the_applications_own_conversation_id_on_the_run_span_wins(instrumentor,
     (run,) = agent_spans(spans)
     assert run.attributes[CONV] == "the-apps-own"
     assert {s.attributes[CONV] for s in in_run(spans, run) if s is not run} == {"c"}
+
+
+def test_a_finished_run_does_not_pin_its_workflow(instrumentor, exporter):
+    """A context a step leaves behind (a timer handle) holds the run's scope: it must not keep the
+    workflow alive (llama-index-workflows' own regression test of the same leak, with us on)."""
+    import gc
+    import weakref
+
+    from llama_index.core.workflow import StartEvent, StopEvent, step
+
+    handles = []
+
+    class Tiny(Workflow):
+        @step
+        async def only(self, ev: StartEvent) -> StopEvent:
+            handles.append(asyncio.get_running_loop().call_later(3600, lambda: None))
+            return StopEvent(result="done")
+
+    async def go():
+        refs = []
+        for _ in range(3):
+            workflow = Tiny()
+            refs.append(weakref.ref(workflow))
+            assert await workflow.run() == "done"
+            del workflow
+        for _ in range(3):
+            gc.collect()
+        return [r() is None for r in refs]
+
+    try:
+        assert asyncio.run(go()) == [True] * 3
+    finally:
+        for handle in handles:
+            handle.cancel()
+    assert len(agent_spans(exporter.get_finished_spans())) == 3

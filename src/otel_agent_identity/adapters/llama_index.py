@@ -166,6 +166,7 @@ def _run_wrapper(handler: RunHandler):
             workflow_handler = wrapped(*args, **kwargs)
         except BaseException as exc:
             run.finish(error=exc)
+            _release(run)
             raise
         finally:
             run.exit(token)
@@ -174,6 +175,7 @@ def _run_wrapper(handler: RunHandler):
         except Exception:
             _logger.debug("otel-agent-identity: llama_index run ended at once", exc_info=True)
             run.finish()
+            _release(run)
         return workflow_handler
 
     return wrapper
@@ -187,18 +189,24 @@ def _finish_when_done(run: Any):
         try:
             if task.cancelled():
                 run.finish()
-                return
-            error = task.exception()
-            if error is not None:
-                run.finish(error=error)
-                return
-            stop = task.result()
-            run.finish(result=stop.result if type(stop) is _types["stop"] else stop)
+            elif task.exception() is not None:
+                run.finish(error=task.exception())
+            else:
+                stop = task.result()
+                run.finish(result=stop.result if type(stop) is _types["stop"] else stop)
         except BaseException:
             _logger.debug("otel-agent-identity: ending a llama_index run failed", exc_info=True)
             run.finish()
+        finally:
+            _release(run)
 
     return done
+
+
+def _release(run: Any) -> None:
+    """Drop the scope's reference to the workflow: contexts a run leaves behind (a step's timer
+    handle) keep its scope, and LlamaIndex takes care that nothing in them pins the workflow."""
+    run.scope.owner = None
 
 
 def _init_context_wrapper(wrapped, instance, args, kwargs):
