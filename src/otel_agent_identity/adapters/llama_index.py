@@ -218,22 +218,27 @@ def _init_context_wrapper(wrapped, instance, args, kwargs):
         run = None
     if run is None:
         return wrapped(*args, **kwargs)
-    return _observe_init(run, wrapped, args, kwargs)
 
-
-async def _observe_init(run: Any, wrapped: Any, args: tuple, kwargs: dict) -> Any:
-    result = await wrapped(*args, **kwargs)
-    try:
-        ctx: Any = args[0] if args else kwargs.get("ctx")
-        event = args[1] if len(args) > 1 else kwargs.get("ev")
+    async def loaded(ctx: Any, event: Any) -> None:
         memory = await ctx.store.get("memory", default=None)
         if run.scope.conversation_id is None:
             learnt = memory_rule(None, memory, None)
             if learnt is not None:
                 run.learn(learnt)
         run.record_resumed(await _had_history(memory, event))
+
+    return _then(wrapped, args, kwargs, "ev", loaded)
+
+
+async def _then(wrapped: Any, args: tuple, kwargs: dict, second: str, observe: Any) -> Any:
+    """``await wrapped(ctx, <second>, ...)``, then ``await observe(ctx, <second>)`` (what it raises
+    is logged at debug: the framework's result is returned whatever happens)."""
+    result = await wrapped(*args, **kwargs)
+    try:
+        ctx = args[0] if args else kwargs.get("ctx")
+        await observe(ctx, args[1] if len(args) > 1 else kwargs.get(second))
     except Exception:
-        _logger.debug("otel-agent-identity: llama_index resumed not read", exc_info=True)
+        _logger.debug("otel-agent-identity: llama_index: reading %s failed", second, exc_info=True)
     return result
 
 
@@ -249,24 +254,18 @@ async def _had_history(memory: Any, event: Any) -> bool | None:
 
 
 def _handoff_wrapper(wrapped, instance, args, kwargs):
-    """Around ``AgentWorkflow``'s ``async handoff(ctx, to_agent, reason)`` tool function."""
+    """Around ``AgentWorkflow``'s ``async handoff(ctx, to_agent, reason)`` tool function: an
+    accepted handoff (the framework set ``next_agent``) starts a delegation in the run's scope."""
     scope = current_scope()
     if scope is None:
         return wrapped(*args, **kwargs)
-    return _hand_off(scope, wrapped, args, kwargs)
 
-
-async def _hand_off(scope: Any, wrapped: Any, args: tuple, kwargs: dict) -> Any:
-    result = await wrapped(*args, **kwargs)
-    try:
-        ctx: Any = args[0] if args else kwargs.get("ctx")
-        to_agent = args[1] if len(args) > 1 else kwargs.get("to_agent")
-        if to_agent is not None and await ctx.store.get("next_agent", default=None) == to_agent:  # accepted
+    async def handed(ctx: Any, to_agent: Any) -> None:
+        if to_agent is not None and await ctx.store.get("next_agent", default=None) == to_agent:
             scope.delegation_id = new_delegation_id()
             scope.refresh()
-    except Exception:
-        _logger.debug("otel-agent-identity: llama_index handoff not recorded", exc_info=True)
-    return result
+
+    return _then(wrapped, args, kwargs, "to_agent", handed)
 
 
 def instrument(handler: RunHandler) -> None:
