@@ -11,6 +11,8 @@ from llama_index.core.agent.workflow import AgentWorkflow, FunctionAgent
 from offline_llama_index import offline_llm
 from opentelemetry import trace
 
+from span_tree import in_run  # noqa: F401  (re-exported to the suite)
+
 CONV = "gen_ai.conversation.id"
 EXEC = "agent_identity.execution.id"
 DELEG = "agent_identity.delegation.id"
@@ -55,20 +57,6 @@ def weather_in(city: str) -> str:
 
 def agent_spans(spans) -> list:
     return [s for s in spans if s.name.startswith(("invoke_agent", "invoke_workflow"))]
-
-
-def in_run(spans, run_span) -> list:
-    """Spans below ``run_span`` (by parent links), the run span included."""
-    by_id = {s.context.span_id: s for s in spans}
-    out = []
-    for s in spans:
-        node = s
-        while node is not None:
-            if node.context.span_id == run_span.context.span_id:
-                out.append(s)
-                break
-            node = by_id.get(node.parent.span_id) if node.parent else None
-    return out
 
 
 def seen_on(spans) -> list[int]:

@@ -52,14 +52,23 @@ def test_instrument_twice_and_uninstrument_restore(tracer_provider, exporter):
         assert agent_spans(exporter.get_finished_spans()) == []
 
 
-def test_unknown_workflows_version_is_skipped_with_one_warning(tracer_provider, exporter, caplog, monkeypatch):
-    monkeypatch.setattr(adapter, "REQUIREMENTS", ("llama-index-workflows >= 99",))
+def _instrumented_warning(tracer_provider, caplog):
+    """``instrument()``, and the one warning it logged about llama_index."""
     inst = AgentIdentityInstrumentor()
     with caplog.at_level(logging.WARNING, logger="otel_agent_identity"):
         inst.instrument(tracer_provider=tracer_provider)
+    warned = [r.getMessage() for r in caplog.records if "llama_index" in r.getMessage()]
+    if len(warned) != 1:
+        inst.uninstrument()
+        raise AssertionError(f"one warning expected: {warned}")
+    return inst, warned[0]
+
+
+def test_unknown_workflows_version_is_skipped_with_one_warning(tracer_provider, exporter, caplog, monkeypatch):
+    monkeypatch.setattr(adapter, "REQUIREMENTS", ("llama-index-workflows >= 99",))
+    inst, warned = _instrumented_warning(tracer_provider, caplog)
     try:
-        warned = [r.getMessage() for r in caplog.records if "llama_index" in r.getMessage()]
-        assert len(warned) == 1 and "skipping llama_index" in warned[0]
+        assert "skipping llama_index" in warned
         assert _wrapped_now() == [False] * 4
         assert _turn() == 1
         assert agent_spans(exporter.get_finished_spans()) == []
@@ -69,12 +78,9 @@ def test_unknown_workflows_version_is_skipped_with_one_warning(tracer_provider, 
 
 def test_unknown_core_version_keeps_the_ids_and_leaves_the_agents_alone(tracer_provider, exporter, caplog, monkeypatch):
     monkeypatch.setattr(adapter, "CORE_REQUIREMENTS", ("llama-index-core >= 99",))
-    inst = AgentIdentityInstrumentor()
-    with caplog.at_level(logging.WARNING, logger="otel_agent_identity"):
-        inst.instrument(tracer_provider=tracer_provider)
+    inst, warned = _instrumented_warning(tracer_provider, caplog)
     try:
-        warned = [r.getMessage() for r in caplog.records if "llama_index" in r.getMessage()]
-        assert len(warned) == 1 and "llama-index-core >= 99" in warned[0]
+        assert "llama-index-core >= 99" in warned
         assert _wrapped_now() == [True, False, False, False]
         assert _turn(memory=Memory.from_defaults(session_id="c")) == 1
         (run,) = agent_spans(exporter.get_finished_spans())
