@@ -62,7 +62,7 @@ _DEFAULT_KEY = "chat_history"  # ChatMemoryBuffer's constant default key: not a 
 
 _logger = logging.getLogger(__name__)
 _SPECS = BoundedCache()
-_types: dict[str, Any] = {"agent": (), "team": (), "stop": None}
+_types: dict[str, Any] = {"agent": (), "team": (), "stop": None, "simple_store": None}
 _not_failures: tuple = ()
 _NO_ARGS: dict = {}
 
@@ -250,7 +250,12 @@ async def _had_history(memory: Any, event: Any) -> bool | None:
         return len(history) > (0 if event.get("user_msg", None) else 1)
     if memory is None:
         return None
-    return any(getattr(m, "role", None) != "system" for m in await memory.aget_all())
+    store = getattr(memory, "chat_store", None)
+    if type(store) is _types["simple_store"]:  # in-process: its async read is a thread hop (~3 spans)
+        messages = store.get_messages(memory.chat_store_key)
+    else:
+        messages = await memory.aget_all()
+    return any(getattr(m, "role", None) != "system" for m in messages)
 
 
 def _handoff_wrapper(wrapped, instance, args, kwargs):
@@ -296,9 +301,10 @@ def instrument_agents(handler: RunHandler) -> None:
         _logger.warning("otel-agent-identity: llama_index agents: %s; resumed and handoffs not recorded", conflict)
         return
     from llama_index.core.agent.workflow import base_agent, multi_agent_workflow
+    from llama_index.core.storage.chat_store import SimpleChatStore
 
     agent, team = base_agent.BaseWorkflowAgent, multi_agent_workflow.AgentWorkflow
-    _types["agent"], _types["team"] = (agent,), (team,)
+    _types["agent"], _types["team"], _types["simple_store"] = (agent,), (team,), SimpleChatStore
     _SPECS.clear()
     for cls in (agent, team):
         if (cls, "_init_context") not in _wrapped:
@@ -308,7 +314,7 @@ def instrument_agents(handler: RunHandler) -> None:
 
 
 def _reset() -> None:
-    _types.update(agent=(), team=(), stop=None)
+    _types.update(agent=(), team=(), stop=None, simple_store=None)
     _SPECS.clear()
 
 
