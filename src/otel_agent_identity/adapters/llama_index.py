@@ -250,7 +250,7 @@ async def _had_history(memory: Any, event: Any) -> bool | None:
         return len(history) > (0 if event.get("user_msg", None) else 1)
     if memory is None:
         return None
-    store = getattr(memory, "chat_store", None)
+    store: Any = getattr(memory, "chat_store", None)
     if type(store) is _types["simple_store"]:  # in-process: its async read is a thread hop (~3 spans)
         messages = store.get_messages(memory.chat_store_key)
     else:
