@@ -192,3 +192,20 @@ def test_a_plain_workflow_is_an_invoke_workflow_span_without_resumed(instrumento
     assert run.attributes["gen_ai.workflow.name"] == "Echo"
     assert "agent_identity.conversation.resumed" not in run.attributes
     assert run.attributes[EXEC]
+
+
+class OwnIdAgent(FunctionAgent):
+    def _get_otel_conversation_id(self, memory):
+        return f"own-{memory.session_id}"
+
+
+def test_an_agent_class_s_own_step_is_asked_before_the_framework_rule(instrumentor, exporter):
+    agent = OwnIdAgent(name="own", description="d", llm=weather_agent().llm)
+
+    async def go():
+        await agent.run(user_msg="hello", memory=Memory.from_defaults(session_id="m-1"))
+
+    asyncio.run(go())
+    run, _, _ = _one_run(exporter)
+    assert run.attributes[CONV] == "own-m-1"
+    assert run.attributes[SOURCE] == "agent"

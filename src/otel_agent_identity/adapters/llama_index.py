@@ -62,23 +62,43 @@ _DEFAULT_KEY = "chat_history"  # ChatMemoryBuffer's constant default key: not a 
 
 _logger = logging.getLogger(__name__)
 _SPECS = BoundedCache()
+_KINDS = BoundedCache()  # workflow class -> agent / team / workflow
 _types: dict[str, Any] = {"agent": (), "team": (), "stop": None, "simple_store": None}
 _not_failures: tuple = ()
-_NO_ARGS: dict = {}
 
 
 def memory_rule(workflow: Any, memory: Any, call: Any) -> str | None:
-    """Framework rule: the conversation id of the memory given to the run (module docstring)."""
+    """Framework rule: the conversation id of the memory given to the run (module docstring):
+    ``memory.session_id`` (a str), else its ``chat_store_key`` unless the default."""
     if memory is None:
         return None
     try:
-        session_id = getattr(memory, "session_id", None)
+        fields = getattr(memory, "__dict__", None)
+        if type(fields) is dict and ("session_id" in fields or "chat_store_key" in fields):
+            session_id, key = fields.get("session_id"), fields.get("chat_store_key")  # pydantic: no attribute miss
+        else:
+            session_id, key = getattr(memory, "session_id", None), getattr(memory, "chat_store_key", None)
         if session_id is not None:
             return session_id if type(session_id) is str else None
-        key = nonempty_str(getattr(memory, "chat_store_key", None))
+        key = nonempty_str(key)
         return key if key != _DEFAULT_KEY else None
     except Exception:
         return None
+
+
+def _given(workflow: Any, conversation_id: Any, call: Any) -> Any:
+    """Framework rule when the adapter already read the memory's id (:func:`memory_rule`)."""
+    return conversation_id
+
+
+def _own_step(workflow: Any, memory: Any, call: Any) -> Any:
+    """The workflow class's own ``_get_otel_conversation_id(memory)`` (looked up once per class by
+    :func:`_kind`: a miss on a pydantic model raises inside ``getattr``, a few bare spans per run)."""
+    return workflow._get_otel_conversation_id(memory)
+
+
+def _no_step(workflow: Any, memory: Any, call: Any) -> None:
+    return None
 
 
 def _last_agent(result: Any) -> dict[str, Any]:
@@ -86,15 +106,30 @@ def _last_agent(result: Any) -> dict[str, Any]:
     return {attrs.LAST_AGENT_NAME: name} if name else {}
 
 
-def _span_spec(workflow: Any) -> SpanSpec:
+def _kind(workflow: Any) -> tuple[str, bool]:
+    """(``agent``, ``team`` (an ``AgentWorkflow``) or ``workflow``; whether its class has its own
+    ``_get_otel_conversation_id``), cached per class."""
+    cls = type(workflow)
+    kind = _KINDS.get(cls)
+    if kind is None:
+        name = "workflow"
+        if issubclass(cls, _types["agent"]):
+            name = "agent"
+        elif issubclass(cls, _types["team"]):
+            name = "team"
+        kind = _KINDS.put(cls, (name, callable(getattr(cls, "_get_otel_conversation_id", None))))
+    return kind
+
+
+def _span_spec(workflow: Any, kind: str) -> SpanSpec:
     """``invoke_agent {name}`` of an agent or an ``AgentWorkflow`` (its root agent), else
-    ``invoke_workflow {workflow_name}``; one spec per (type, name)."""
-    if isinstance(workflow, _types["agent"]):
-        kind, name = "agent", getattr(workflow, "name", None)
-    elif isinstance(workflow, _types["team"]):
-        kind, name = "team", getattr(workflow, "root_agent", None)
+    ``invoke_workflow {workflow_name}``; one spec per (kind, name)."""
+    if kind == "agent":
+        name = getattr(workflow, "name", None)
+    elif kind == "team":
+        name = getattr(workflow, "root_agent", None)
     else:
-        kind, name = "workflow", getattr(workflow, "_workflow_name", None) or type(workflow).__name__
+        name = getattr(workflow, "_workflow_name", None)
     name = name if type(name) is str and name else type(workflow).__name__
     key = (kind, name)
     spec = _SPECS.get(key)
@@ -129,21 +164,29 @@ def _start(handler: RunHandler, workflow: Any, args: tuple, kwargs: dict):
     ctx = args[0] if args else kwargs.get("ctx")
     start_event = args[1] if len(args) > 1 else kwargs.get("start_event")
     run_id = kwargs.get("run_id")
-    agent = isinstance(workflow, _types["agent"] + _types["team"])
+    kind, own = _kind(workflow)
     resumed = True if ctx is not None and ctx.is_running else None
+    memory = _given_memory(start_event, kwargs)
+    registry = handler.registry
+    rule: Any = memory_rule
+    if own or (registry.has_overrides and registry.override_for(type(workflow)) is not None):
+        session = memory  # the class's step or an override reads the memory itself
+    else:  # the common case: the id read here, no attribute read of the memory in the run core
+        session, rule = memory_rule(workflow, memory, None), _given
     run = handler.start(
         framework=NAME,
         agent=workflow,
-        session=_given_memory(start_event, kwargs),
+        session=session,
         args=args,
         kwargs=kwargs,
-        rule=memory_rule,
-        span=_span_spec(workflow),
+        rule=rule,
+        span=_span_spec(workflow, kind),
         run_id=run_id if type(run_id) is str else None,
         resumed=resumed,
+        agent_step=_own_step if own else _no_step,
         recheck=False,  # the memory is the call's own: its id cannot change during the run
     )
-    if run is not None and resumed is None and agent:
+    if run is not None and resumed is None and kind != "workflow":
         run.resumed_later()  # the framework's set-up of the run's context tells (_init_context_wrapper)
     return run
 
@@ -306,6 +349,7 @@ def instrument_agents(handler: RunHandler) -> None:
     agent, team = base_agent.BaseWorkflowAgent, multi_agent_workflow.AgentWorkflow
     _types["agent"], _types["team"], _types["simple_store"] = (agent,), (team,), SimpleChatStore
     _SPECS.clear()
+    _KINDS.clear()
     for cls in (agent, team):
         if (cls, "_init_context") not in _wrapped:
             _wrapped.wrap(cls, "_init_context", _init_context_wrapper)
@@ -316,6 +360,7 @@ def instrument_agents(handler: RunHandler) -> None:
 def _reset() -> None:
     _types.update(agent=(), team=(), stop=None, simple_store=None)
     _SPECS.clear()
+    _KINDS.clear()
 
 
 _wrapped = Wrapped(_reset)
