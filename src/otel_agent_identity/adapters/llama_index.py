@@ -214,7 +214,7 @@ def _run_wrapper(handler: RunHandler):
         finally:
             run.exit(token)
         try:
-            workflow_handler._result_task.add_done_callback(_finish_when_done(run))
+            workflow_handler._result_task.add_done_callback(_finish_when_done(run, _kind(instance)[0] == "team"))
         except Exception:
             _logger.debug("otel-agent-identity: llama_index run ended at once", exc_info=True)
             run.finish()
@@ -224,9 +224,11 @@ def _run_wrapper(handler: RunHandler):
     return wrapper
 
 
-def _finish_when_done(run: Any):
-    """A done callback of the handler's result task: the run ends with its result (the stop
-    event's ``result``, as ``await handler`` gives it), its error, or cancelled."""
+def _finish_when_done(run: Any, wants_result: bool):
+    """A done callback of the handler's result task: the run ends with its error, cancelled, or
+    (``wants_result``: an ``AgentWorkflow``'s last agent) with its result (the stop event's
+    ``result``, as ``await handler`` gives it; read only when needed: each read of an event's
+    field raises and catches inside pydantic)."""
 
     def done(task: Any) -> None:
         try:
@@ -234,9 +236,11 @@ def _finish_when_done(run: Any):
                 run.finish()
             elif task.exception() is not None:
                 run.finish(error=task.exception())
-            else:
+            elif wants_result:
                 stop = task.result()
                 run.finish(result=stop.result if type(stop) is _types["stop"] else stop)
+            else:
+                run.finish()
         except BaseException:
             _logger.debug("otel-agent-identity: ending a llama_index run failed", exc_info=True)
             run.finish()
