@@ -16,9 +16,9 @@ failure. LlamaIndex emits no OpenTelemetry spans, so each run gets one INTERNAL 
   ``_get_otel_conversation_id``): the memory given to the run (``run(memory=...)``, the start
   event's ``memory``): ``Memory.session_id`` (``Memory.from_defaults(session_id=...)``; random
   when not given, and then one per ``Memory`` object), else a ``ChatMemoryBuffer``'s
-  ``chat_store_key`` other than the default ``"chat_history"``; else, adopted as the run loads its
-  context (before any model or tool call), the ``Memory`` the framework took from a reused
-  ``ctx``. None otherwise: a ``Context`` has no id, and none is invented.
+  ``chat_store_key`` other than the default ``"chat_history"``; else, the same read of the memory
+  a reused or restored ``ctx`` carried, adopted as the run sets up its context (before any model
+  or tool call). None otherwise: a ``Context`` has no id, and none is invented.
 - Execution id: the run's ``run_id`` (``run(run_id=...)``); when the caller gives none, the
   adapter passes LlamaIndex the run's new execution id as ``run_id`` (32 hex characters, or the
   one given with ``otel_agent_identity.execution()``), so ``handler.run_id`` and the
@@ -38,8 +38,11 @@ whose memory survived, ``memory=`` with history) or ``chat_history=`` brings ear
 whose memory LlamaIndex failed to serialise (with pydantic 2.14, ``SimpleChatStore`` cannot be
 serialised; LlamaIndex drops the memory with an ``UnserializableKeyWarning`` and the run starts
 from nothing). A run that continues a running context (``ctx.is_running``): ``true``. The memory's
-messages are read once more for this (``aget_all()``; a SQL-backed ``Memory``: one query per run).
-A plain ``Workflow`` records none.
+messages are read once more for this: an in-process ``SimpleChatStore`` directly, another memory
+with ``aget_all()`` (a SQL-backed ``Memory``: one query per run). A plain ``Workflow`` records none.
+
+A finished run's scope lets go of its workflow: contexts a run leaves behind (a step's timer
+handle) keep the scope, and LlamaIndex's own tests require that nothing in them pins the workflow.
 """
 
 from __future__ import annotations
@@ -62,7 +65,7 @@ _DEFAULT_KEY = "chat_history"  # ChatMemoryBuffer's constant default key: not a 
 
 _logger = logging.getLogger(__name__)
 _SPECS = BoundedCache()
-_KINDS = BoundedCache()  # workflow class -> agent / team / workflow
+_KINDS = BoundedCache()  # workflow class -> (agent / team / workflow, has its own id step)
 _types: dict[str, Any] = {"agent": (), "team": (), "stop": None, "simple_store": None}
 _not_failures: tuple = ()
 
