@@ -135,7 +135,11 @@ screenshots: venv collector zipkin system-deps
 bench: venv venv-adk venv-strands venv-crewai collector
 	@command -v valgrind >/dev/null || \
 	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq valgrind >/dev/null; }
-	$(PY) benchmarks/instructions.py --control
+	# OpenInference's LlamaIndex instrumentor, a peer measured beside ours on the LlamaIndex workload (its own
+	# process; kept out of the venv, on PYTHONPATH for this run only)
+	$(PY) -m pip install -q --upgrade --no-deps --target .cache/openinference-llama-index \
+	  openinference-instrumentation-llama-index openinference-instrumentation openinference-semantic-conventions
+	PYTHONPATH=$(CURDIR)/.cache/openinference-llama-index $(PY) benchmarks/instructions.py --control
 	# Google ADK in its own venv, beside OpenInference's instrumentor for it (a peer, not a dependency:
 	# kept out of the venv, where opentelemetry-instrument in test-adk would load it too)
 	$(VENV_ADK)/bin/python -m pip install -q --upgrade --no-deps --target .cache/openinference-adk \

@@ -55,6 +55,7 @@ PREIMPORT = {
     "Google ADK": ("google.adk.runners", "offline_adk"),
     "Strands": ("strands", "offline_strands"),
     "CrewAI": ("crewai", "offline_crewai"),
+    "LlamaIndex": ("llama_index.core.agent.workflow", "offline_llama_index"),
 }
 
 
@@ -263,6 +264,20 @@ def _workloads():
 
     w["CrewAI Crew.kickoff"] = crewai_kickoff
 
+    def llama_index():  # one turn with a memory keyed conv_1, new per run (its history would grow)
+        from llama_index.core.agent.workflow import FunctionAgent
+        from llama_index.core.memory import ChatMemoryBuffer
+        from offline_llama_index import offline_llm
+
+        agent = FunctionAgent(name="bench", llm=offline_llm())
+
+        async def turn():
+            await agent.run(user_msg="hello", memory=ChatMemoryBuffer.from_defaults(chat_store_key="conv_1"))
+
+        return lambda: run(turn())
+
+    w["LlamaIndex FunctionAgent.run"] = llama_index
+
     def a2a_send(streaming=False):  # a real client and server in one process (httpx's ASGI transport)
         # a2a-sdk's own ~35 spans per request off, as in the demo (read when a2a-sdk is first imported)
         os.environ.setdefault("OTEL_INSTRUMENTATION_A2A_SDK_ENABLED", "false")
@@ -327,6 +342,7 @@ INSTRUMENTED = {
     "Google ADK Runner.run_async",
     "Strands Agent.invoke_async",
     "CrewAI Crew.kickoff",
+    "LlamaIndex FunctionAgent.run",
     "A2A send",
     "A2A send, streamed",
 }
@@ -346,6 +362,7 @@ PEER_MODES = {
         "StrandsAgentsToOpenInferenceProcessor",
     ),
     "openinference-crewai": ("CrewAI", "openinference.instrumentation.crewai", "CrewAIInstrumentor"),
+    "openinference-llama-index": ("LlamaIndex", "openinference.instrumentation.llama_index", "LlamaIndexInstrumentor"),
 }
 
 

@@ -27,4 +27,5 @@ _instruments_any = (
     "google-adk >= 2.13, < 3",
     "strands-agents >= 1.62, < 2",
     "crewai >= 1.15, < 2",
+    "llama-index-workflows >= 2.26, < 3",
 )

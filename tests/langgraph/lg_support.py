@@ -18,6 +18,8 @@ from langgraph.graph import END, START, StateGraph
 from offline_langchain import OfflineToolModel
 from opentelemetry import trace
 
+from span_tree import in_run  # noqa: F401  (re-exported to the suite)
+
 CONV = "gen_ai.conversation.id"
 EXEC = "agent_identity.execution.id"
 PARENT = "agent_identity.parent.execution.id"
@@ -69,17 +71,3 @@ def counter_graph(name: str, node=None, checkpointer: Any = None):
 
 def agent_spans(spans) -> list:
     return [s for s in spans if s.name.startswith("invoke_agent")]
-
-
-def in_run(spans, run_span) -> list:
-    """Spans of the run's trace below ``run_span`` (by parent links), the run span included."""
-    by_id = {s.context.span_id: s for s in spans}
-    out = []
-    for s in spans:
-        node = s
-        while node is not None:
-            if node.context.span_id == run_span.context.span_id:
-                out.append(s)
-                break
-            node = by_id.get(node.parent.span_id) if node.parent else None
-    return out

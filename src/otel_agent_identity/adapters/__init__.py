@@ -14,6 +14,7 @@ ADAPTERS = {
     "google_adk": "otel_agent_identity.adapters.google_adk",
     "strands": "otel_agent_identity.adapters.strands",
     "crewai": "otel_agent_identity.adapters.crewai",
+    "llama_index": "otel_agent_identity.adapters.llama_index",
     "http": "otel_agent_identity.adapters.http_clients",
 }
 
@@ -53,6 +54,8 @@ HOOKS = (
     ("crewai", "crewai", "instrument"),  # the package: its __init__ imports Crew, Flow and the agent tools
     ("crewai.a2a.utils.delegation", "crewai", "instrument_a2a_client"),
     ("crewai.a2a.utils.task", "crewai", "instrument_a2a_server"),
+    ("workflows.workflow", "llama_index", "instrument"),
+    ("llama_index.core.agent.workflow", "llama_index", "instrument_agents"),
     ("httpcore", "http", "instrument"),
     ("httpcore2", "http", "instrument"),
     ("requests.adapters", "http", "instrument"),

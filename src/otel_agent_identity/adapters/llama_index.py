@@ -1,0 +1,374 @@
+"""LlamaIndex workflows and agent workflows (``llama-index-workflows`` 2.x, ``llama-index-core`` 0.14).
+
+Wraps ``workflows.Workflow.run``, which every agent class reaches (``FunctionAgent``,
+``ReActAgent``, ``CodeActAgent``, ``AgentWorkflow``: one user call, one ``Workflow.run``, handoffs
+included). ``run()`` is sync and returns a ``WorkflowHandler`` at once; the work runs in a task it
+creates, inside the run's scope, so every step, tool and model call (sync tools run in threads
+with a copy of the context) carries the run's ids. The span ends when the handler's result task
+does (awaited, streamed with ``handler.stream_events()`` or not consumed at all); a run cancelled
+with ``handler.cancel_run()`` (``WorkflowCancelledByUser``) or an ``asyncio`` cancellation is no
+failure. LlamaIndex emits no OpenTelemetry spans, so each run gets one INTERNAL span:
+``invoke_agent {agent.name}`` for an agent, ``invoke_agent {root_agent}`` for an ``AgentWorkflow``
+(with ``agent_identity.last_agent.name``, the agent that produced the output),
+``invoke_workflow {workflow_name}`` for any other ``Workflow``.
+
+- Conversation id (source ``framework``, after a registered override or the workflow's
+  ``_get_otel_conversation_id``): the memory given to the run (``run(memory=...)``, the start
+  event's ``memory``): ``Memory.session_id`` (``Memory.from_defaults(session_id=...)``; random
+  when not given, and then one per ``Memory`` object), else a ``ChatMemoryBuffer``'s
+  ``chat_store_key`` other than the default ``"chat_history"``; else, the same read of the memory
+  a reused or restored ``ctx`` carried, adopted as the run sets up its context (before any model
+  or tool call). None otherwise: a ``Context`` has no id, and none is invented.
+- Execution id: the run's ``run_id`` (``run(run_id=...)``); when the caller gives none, the
+  adapter passes LlamaIndex the run's new execution id as ``run_id`` (32 hex characters, or the
+  one given with ``otel_agent_identity.execution()``), so ``handler.run_id`` and the
+  ``llamaindex.run_id`` tag of every dispatcher event are the execution id.
+- Delegation id: an ``AgentWorkflow`` handoff (the built-in ``handoff`` tool, accepted) is a hop
+  to the agent handed to: spans started from then on in the run carry a new
+  ``agent_identity.delegation.id`` (one per handoff; ``otel_agent_identity.delegation(key=...)``
+  supplies it).
+- Nested runs (an agent run from a tool of another run) record the enclosing run's execution and
+  conversation ids.
+
+State continuity (``agent_identity.conversation.resumed``) of an agent run, read right after the
+framework set up the run's context (``_init_context``, before the new message is added): ``true``
+when the memory the run really uses held conversation messages (a reused or restored ``ctx``
+whose memory survived, ``memory=`` with history) or ``chat_history=`` brings earlier messages;
+``false`` otherwise: among them a ``Context`` reused, or restored with ``Context.from_dict``,
+whose memory LlamaIndex failed to serialise (with pydantic 2.14, ``SimpleChatStore`` cannot be
+serialised; LlamaIndex drops the memory with an ``UnserializableKeyWarning`` and the run starts
+from nothing). A run that continues a running context (``ctx.is_running``): ``true``. The memory's
+messages are read once more for this: an in-process ``SimpleChatStore`` directly, another memory
+with ``aget_all()`` (a SQL-backed ``Memory``: one query per run). A plain ``Workflow`` records none.
+
+A finished run's scope lets go of its workflow: contexts a run leaves behind (a step's timer
+handle) keep the scope, and LlamaIndex's own tests require that nothing in them pins the workflow.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from otel_agent_identity import attributes as attrs
+from otel_agent_identity._runs import RunHandler, SpanSpec, awaiting_run
+from otel_agent_identity.adapters._base import BoundedCache, Wrapped, agent_span_spec, nonempty_str
+from otel_agent_identity.scope import current_scope, new_delegation_id
+
+NAME = "llama_index"
+REQUIREMENTS = ("llama-index-workflows >= 2.26, < 3",)
+#: the agent classes' version (checked when the application imports them; a mismatch leaves
+#: agent runs with ids and no ``resumed`` or handoff delegation, with one warning)
+CORE_REQUIREMENTS = ("llama-index-core >= 0.14, < 0.15",)
+PROVIDER = "llama_index"
+_DEFAULT_KEY = "chat_history"  # ChatMemoryBuffer's constant default key: not a conversation
+
+_logger = logging.getLogger(__name__)
+_SPECS = BoundedCache()
+_KINDS = BoundedCache()  # workflow class -> (agent / team / workflow, has its own id step)
+_types: dict[str, Any] = {"agent": (), "team": (), "stop": None, "simple_store": None}
+_not_failures: tuple = ()
+
+
+def memory_rule(workflow: Any, memory: Any, call: Any) -> str | None:
+    """Framework rule: the conversation id of the memory given to the run (module docstring):
+    ``memory.session_id`` (a str), else its ``chat_store_key`` unless the default."""
+    if memory is None:
+        return None
+    try:
+        fields = getattr(memory, "__dict__", None)
+        if type(fields) is dict and ("session_id" in fields or "chat_store_key" in fields):
+            session_id, key = fields.get("session_id"), fields.get("chat_store_key")  # pydantic: no attribute miss
+        else:
+            session_id, key = getattr(memory, "session_id", None), getattr(memory, "chat_store_key", None)
+        if session_id is not None:
+            return session_id if type(session_id) is str else None
+        key = nonempty_str(key)
+        return key if key != _DEFAULT_KEY else None
+    except Exception:
+        return None
+
+
+def _given(workflow: Any, conversation_id: Any, call: Any) -> Any:
+    """Framework rule when the adapter already read the memory's id (:func:`memory_rule`)."""
+    return conversation_id
+
+
+def _own_step(workflow: Any, memory: Any, call: Any) -> Any:
+    """The workflow class's own ``_get_otel_conversation_id(memory)`` (looked up once per class by
+    :func:`_kind`: a miss on a pydantic model raises inside ``getattr``, a few bare spans per run)."""
+    return workflow._get_otel_conversation_id(memory)
+
+
+def _no_step(workflow: Any, memory: Any, call: Any) -> None:
+    return None
+
+
+def _last_agent(result: Any) -> dict[str, Any]:
+    name = nonempty_str(getattr(result, "current_agent_name", None))
+    return {attrs.LAST_AGENT_NAME: name} if name else {}
+
+
+def _kind(workflow: Any) -> tuple[str, bool]:
+    """(``agent``, ``team`` (an ``AgentWorkflow``) or ``workflow``; whether its class has its own
+    ``_get_otel_conversation_id``), cached per class."""
+    cls = type(workflow)
+    kind = _KINDS.get(cls)
+    if kind is None:
+        name = "workflow"
+        if issubclass(cls, _types["agent"]):
+            name = "agent"
+        elif issubclass(cls, _types["team"]):
+            name = "team"
+        kind = _KINDS.put(cls, (name, callable(getattr(cls, "_get_otel_conversation_id", None))))
+    return kind
+
+
+def _span_spec(workflow: Any, kind: str) -> SpanSpec:
+    """``invoke_agent {name}`` of an agent or an ``AgentWorkflow`` (its root agent), else
+    ``invoke_workflow {workflow_name}``; one spec per (kind, name)."""
+    if kind == "agent":
+        name = getattr(workflow, "name", None)
+    elif kind == "team":
+        name = getattr(workflow, "root_agent", None)
+    else:
+        name = getattr(workflow, "_workflow_name", None)
+    name = name if type(name) is str and name else type(workflow).__name__
+    key = (kind, name)
+    spec = _SPECS.get(key)
+    if spec is None:
+        if kind == "workflow":
+            spec = agent_span_spec(
+                name,
+                PROVIDER,
+                operation=attrs.INVOKE_WORKFLOW,
+                name_key=attrs.GEN_AI_WORKFLOW_NAME,
+                not_failures=_not_failures,
+            )
+        else:
+            spec = agent_span_spec(name, PROVIDER, not_failures=_not_failures)
+            if kind == "team":
+                spec.on_end = _last_agent
+        _SPECS.put(key, spec)
+    return spec
+
+
+def _given_memory(start_event: Any, kwargs: dict) -> Any:
+    if start_event is None:
+        return kwargs.get("memory")
+    try:
+        return start_event.get("memory", None)
+    except Exception:
+        return None
+
+
+def _start(handler: RunHandler, workflow: Any, args: tuple, kwargs: dict):
+    """The run of ``Workflow.run(self, ctx=None, start_event=None, **kwargs)``, or None."""
+    ctx = args[0] if args else kwargs.get("ctx")
+    start_event = args[1] if len(args) > 1 else kwargs.get("start_event")
+    run_id = kwargs.get("run_id")
+    kind, own = _kind(workflow)
+    resumed = True if ctx is not None and ctx.is_running else None
+    memory = _given_memory(start_event, kwargs)
+    registry = handler.registry
+    rule: Any = memory_rule
+    if own or (registry.has_overrides and registry.override_for(type(workflow)) is not None):
+        session = memory  # the class's step or an override reads the memory itself
+    else:  # the common case: the id read here, no attribute read of the memory in the run core
+        session, rule = memory_rule(workflow, memory, None), _given
+    run = handler.start(
+        framework=NAME,
+        agent=workflow,
+        session=session,
+        args=args,
+        kwargs=kwargs,
+        rule=rule,
+        span=_span_spec(workflow, kind),
+        run_id=run_id if type(run_id) is str else None,
+        resumed=resumed,
+        agent_step=_own_step if own else _no_step,
+        recheck=False,  # the memory is the call's own: its id cannot change during the run
+    )
+    if run is not None and resumed is None and kind != "workflow":
+        run.resumed_later()  # the framework's set-up of the run's context tells (_init_context_wrapper)
+    return run
+
+
+def _run_wrapper(handler: RunHandler):
+    """Wrapper of ``Workflow.run(self, ctx=None, start_event=None, **kwargs) -> WorkflowHandler``."""
+
+    def wrapper(wrapped, instance, args, kwargs):
+        try:
+            run = _start(handler, instance, args, kwargs)
+            if run is not None and kwargs.get("run_id") is None:
+                kwargs = {**kwargs, "run_id": run.scope.execution_id}
+        except Exception:
+            _logger.debug("otel-agent-identity: llama_index run not tracked", exc_info=True)
+            run = None
+        if run is None:
+            return wrapped(*args, **kwargs)
+        token = run.enter()  # the run's tasks are created here: they copy the run's context
+        try:
+            workflow_handler = wrapped(*args, **kwargs)
+        except BaseException as exc:
+            run.finish(error=exc)
+            _release(run)
+            raise
+        finally:
+            run.exit(token)
+        try:
+            workflow_handler._result_task.add_done_callback(_finish_when_done(run, _kind(instance)[0] == "team"))
+        except Exception:
+            _logger.debug("otel-agent-identity: llama_index run ended at once", exc_info=True)
+            run.finish()
+            _release(run)
+        return workflow_handler
+
+    return wrapper
+
+
+def _finish_when_done(run: Any, wants_result: bool):
+    """A done callback of the handler's result task: the run ends with its error, cancelled, or
+    (``wants_result``: an ``AgentWorkflow``'s last agent) with its result (the stop event's
+    ``result``, as ``await handler`` gives it; read only when needed: each read of an event's
+    field raises and catches inside pydantic)."""
+
+    def done(task: Any) -> None:
+        try:
+            if task.cancelled():
+                run.finish()
+            elif task.exception() is not None:
+                run.finish(error=task.exception())
+            elif wants_result:
+                stop = task.result()
+                run.finish(result=stop.result if type(stop) is _types["stop"] else stop)
+            else:
+                run.finish()
+        except BaseException:
+            _logger.debug("otel-agent-identity: ending a llama_index run failed", exc_info=True)
+            run.finish()
+        finally:
+            _release(run)
+
+    return done
+
+
+def _release(run: Any) -> None:
+    """Drop the scope's reference to the workflow: contexts a run leaves behind (a step's timer
+    handle) keep its scope, and LlamaIndex takes care that nothing in them pins the workflow."""
+    run.scope.owner = None
+
+
+def _init_context_wrapper(wrapped, instance, args, kwargs):
+    """Around ``async _init_context(self, ctx, ev)`` of an agent or ``AgentWorkflow``, which sets
+    up the memory of the run: its ``resumed`` (module docstring)."""
+    try:
+        run = awaiting_run(instance)
+    except Exception:
+        run = None
+    if run is None:
+        return wrapped(*args, **kwargs)
+
+    async def loaded(ctx: Any, event: Any) -> None:
+        memory = await ctx.store.get("memory", default=None)
+        if run.scope.conversation_id is None:
+            learnt = memory_rule(None, memory, None)
+            if learnt is not None:
+                run.learn(learnt)
+        run.record_resumed(await _had_history(memory, event))
+
+    return _then(wrapped, args, kwargs, "ev", loaded)
+
+
+async def _then(wrapped: Any, args: tuple, kwargs: dict, second: str, observe: Any) -> Any:
+    """``await wrapped(ctx, <second>, ...)``, then ``await observe(ctx, <second>)`` (what it raises
+    is logged at debug: the framework's result is returned whatever happens)."""
+    result = await wrapped(*args, **kwargs)
+    try:
+        ctx = args[0] if args else kwargs.get("ctx")
+        await observe(ctx, args[1] if len(args) > 1 else kwargs.get(second))
+    except Exception:
+        _logger.debug("otel-agent-identity: llama_index: reading %s failed", second, exc_info=True)
+    return result
+
+
+async def _had_history(memory: Any, event: Any) -> bool | None:
+    """Whether the run starts with earlier conversation messages: ``chat_history`` beyond the new
+    message, else the memory's messages before the new one is added."""
+    history = event.get("chat_history", None)
+    if history:
+        return len(history) > (0 if event.get("user_msg", None) else 1)
+    if memory is None:
+        return None
+    store: Any = getattr(memory, "chat_store", None)
+    if type(store) is _types["simple_store"]:  # in-process: its async read is a thread hop (~3 spans)
+        messages = store.get_messages(memory.chat_store_key)
+    else:
+        messages = await memory.aget_all()
+    return any(getattr(m, "role", None) != "system" for m in messages)
+
+
+def _handoff_wrapper(wrapped, instance, args, kwargs):
+    """Around ``AgentWorkflow``'s ``async handoff(ctx, to_agent, reason)`` tool function: an
+    accepted handoff (the framework set ``next_agent``) starts a delegation in the run's scope."""
+    scope = current_scope()
+    if scope is None:
+        return wrapped(*args, **kwargs)
+
+    async def handed(ctx: Any, to_agent: Any) -> None:
+        if to_agent is not None and await ctx.store.get("next_agent", default=None) == to_agent:
+            scope.delegation_id = new_delegation_id()
+            scope.refresh()
+
+    return _then(wrapped, args, kwargs, "to_agent", handed)
+
+
+def instrument(handler: RunHandler) -> None:
+    """Wrap ``workflows.workflow.Workflow.run``.
+
+    Raises:
+        ImportError / AttributeError: this llama-index-workflows lacks a piece we rely on (the
+            instrumentor then skips the adapter with a warning).
+    """
+    global _not_failures
+    from workflows.errors import WorkflowCancelledByUser
+    from workflows.events import StopEvent
+    from workflows.workflow import Workflow
+
+    _types["stop"], _not_failures = StopEvent, (WorkflowCancelledByUser,)
+    _SPECS.clear()
+    _wrapped.wrap(Workflow, "run", _run_wrapper(handler))
+
+
+def instrument_agents(handler: RunHandler) -> None:
+    """Wrap ``_init_context`` of ``BaseWorkflowAgent`` and ``AgentWorkflow`` and the ``handoff``
+    tool function (llama-index-core's agent workflows, imported by the application); a
+    llama-index-core outside :data:`CORE_REQUIREMENTS` is left alone, with one warning."""
+    from opentelemetry.instrumentation.dependencies import get_dependency_conflicts
+
+    conflict = get_dependency_conflicts(CORE_REQUIREMENTS)
+    if conflict is not None:
+        _logger.warning("otel-agent-identity: llama_index agents: %s; resumed and handoffs not recorded", conflict)
+        return
+    from llama_index.core.agent.workflow import base_agent, multi_agent_workflow
+    from llama_index.core.storage.chat_store import SimpleChatStore
+
+    agent, team = base_agent.BaseWorkflowAgent, multi_agent_workflow.AgentWorkflow
+    _types["agent"], _types["team"], _types["simple_store"] = (agent,), (team,), SimpleChatStore
+    _SPECS.clear()
+    _KINDS.clear()
+    for cls in (agent, team):
+        if (cls, "_init_context") not in _wrapped:
+            _wrapped.wrap(cls, "_init_context", _init_context_wrapper)
+    if (multi_agent_workflow, "handoff") not in _wrapped:
+        _wrapped.wrap(multi_agent_workflow, "handoff", _handoff_wrapper)
+
+
+def _reset() -> None:
+    _types.update(agent=(), team=(), stop=None, simple_store=None)
+    _SPECS.clear()
+    _KINDS.clear()
+
+
+_wrapped = Wrapped(_reset)
+uninstrument = _wrapped.uninstrument
