@@ -95,8 +95,10 @@ def start_collector(
     return collector
 
 
-def otel_env(service: str, endpoint: str | None, **extra: str) -> dict[str, str]:
-    """Environment of an instrumented process: OTLP/HTTP to ``endpoint`` (None: console exporter).
+def otel_env(service: str, endpoint: str | None, **extra: str | None) -> dict[str, str]:
+    """Environment of an instrumented process: OTLP/HTTP to ``endpoint`` (None: console exporter);
+    an ``extra`` value of None drops that variable (e.g. ``OTEL_BSP_SCHEDULE_DELAY=None``: the
+    SDK's default 5 s batch delay instead of the tests' 100 ms).
 
     a2a-sdk's own per-method spans are off (``OTEL_INSTRUMENTATION_A2A_SDK_ENABLED=false``) so traces
     read as agent -> hop -> agent; pass ``OTEL_INSTRUMENTATION_A2A_SDK_ENABLED="true"`` to keep them.
@@ -118,7 +120,11 @@ def otel_env(service: str, endpoint: str | None, **extra: str) -> dict[str, str]
         )
     else:
         env.update(OTEL_TRACES_EXPORTER="console")
-    env.update(extra)
+    for key, value in extra.items():
+        if value is None:
+            env.pop(key, None)
+        else:
+            env[key] = value
     return env
 
 
@@ -130,7 +136,7 @@ def start_specialist(
     stream: bool = False,
     forgetful: bool = False,
     db: Path | None = None,
-    **extra: str,
+    **extra: str | None,
 ):
     """Start ``specialist.py --shape shape`` under the launcher; returns ``(process, url)`` once it
     is ready. ``truth``: the file its model appends the messages it saw per request to; ``db``: the
@@ -151,7 +157,7 @@ def start_specialist(
 
 
 def start_server(
-    script: str, service: str, endpoint: str | None, *args: str, stdout: int = subprocess.PIPE, **extra: str
+    script: str, service: str, endpoint: str | None, *args: str, stdout: int = subprocess.PIPE, **extra: str | None
 ):
     """Start ``examples/<script> --port P --name service *args`` under the launcher; returns
     ``(process, url)`` once it listens (``stdout``: a pipe unless told, e.g. ``subprocess.DEVNULL``;
@@ -524,7 +530,7 @@ def start_charge_specialist(
     idempotent: bool,
     hold: float = 3.0,
     hold_each: bool = False,
-    **extra: str,
+    **extra: str | None,
 ):
     """``charge_specialist.py`` under the launcher (naive, or ``idempotent``: a ledger keyed by
     ``otel_agent_identity.upstream()``), holding its first response (``hold_each``: every response)
@@ -542,7 +548,7 @@ def run_checkout(
     timeout: float = 1.0,
     service: str = "checkout",
     order: str = "order-42",
-    **extra: str,
+    **extra: str | None,
 ) -> tuple[dict, int]:
     """One ``checkout_orchestrator.py`` process under the launcher (it resumes from ``db`` when a
     run is checkpointed there), allowlisting ``allowlist``; returns its record and exit status

@@ -15,6 +15,8 @@ five shapes real A2A services take. No tracing code of its own: run it under the
     keeping the history of each context itself, and declaring whether it had one
     (``otel_agent_identity.resumed``). Continues.
   - ``plain-new-context``: a plain executor answering every request in a new contextId. Forgets.
+  - ``task-session`` (not one of the five): a long-running task per request (SUBMITTED, WORKING,
+    then the ``session-local`` agent's reply as an artifact). Continues.
   - ``new-session`` (not one of the five): ``A2AExecutor`` serving an agent that drops the session
     id it is given, so even the agent's own conversation id is new on every request.
 
@@ -40,8 +42,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import framework_specialists
-from a2a.helpers.proto_helpers import get_message_text, new_text_message
+from a2a.helpers.proto_helpers import get_message_text, new_task_from_user_message, new_text_message
 from a2a.server.agent_execution import AgentExecutor
+from a2a.server.tasks import TaskUpdater
+from a2a.types import Part
 from a2a_serve import executor_app, serve, write_truth
 from agent_framework.a2a import A2AExecutor
 from offline_chat import OfflineChatClient
@@ -59,6 +63,7 @@ CONTINUES = {
     "plain": True,
     "plain-new-context": False,
     "new-session": False,
+    "task-session": True,
     **framework_specialists.CONTINUES,
 }
 
@@ -86,6 +91,25 @@ class SessionExecutor(AgentExecutor):
 
     async def cancel(self, context, event_queue) -> None:
         return None
+
+
+class TaskExecutor(SessionExecutor):
+    """A long-running task per request: the task is answered SUBMITTED, then WORKING, then the agent
+    runs in the contextId's ``AgentSession`` (continues) and the task completes with its reply as
+    an artifact. With ``return_immediately`` the caller gets the SUBMITTED task at once and polls
+    (``GetTask``) or subscribes (``SubscribeToTask``)."""
+
+    async def execute(self, context, event_queue) -> None:
+        if context.current_task is None:
+            await event_queue.enqueue_event(new_task_from_user_message(context.message))
+        updater = TaskUpdater(event_queue, context.task_id, context.context_id)
+        await updater.start_work()
+        session = self.sessions.get(context.context_id)
+        if session is None:
+            session = self.sessions[context.context_id] = self.agent.create_session(session_id=context.context_id)
+        reply = await self.agent.run(context.get_user_input(), session=session)
+        await updater.add_artifact([Part(text=reply.text)], name="reply")
+        await updater.complete()
 
 
 class PlainExecutor(AgentExecutor):
@@ -122,7 +146,7 @@ def build_executor(
     agent = agent_cls(client=OfflineChatClient(mode=mode, prefix=name, truth=truth or ""), name=name)
     if shape in ("a2a-executor", "new-session"):
         return A2AExecutor(agent, stream=stream)
-    return SessionExecutor(agent)
+    return TaskExecutor(agent) if shape == "task-session" else SessionExecutor(agent)
 
 
 def build_app(

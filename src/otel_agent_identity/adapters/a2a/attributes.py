@@ -166,6 +166,9 @@ def event_facts(item: Any) -> dict[str, Any]:
     return out
 
 
+#: task states of work still under way: a send cancelled after one of them lost its response
+PENDING_STATES = frozenset({"TASK_STATE_SUBMITTED", "TASK_STATE_WORKING"})
+
 #: terminal task states that mean the delegated work failed (A2A ``TaskState``)
 FAILED_STATES = frozenset({"TASK_STATE_FAILED", "TASK_STATE_REJECTED"})
 
