@@ -37,9 +37,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import httpx
 from a2a.client import ClientConfig, create_client
 from a2a.helpers.proto_helpers import get_artifact_text, get_message_text
-from a2a.types import GetTaskRequest, Part, Role, SendMessageConfiguration, SendMessageRequest, SubscribeToTaskRequest
+from a2a.types import (
+    GetTaskRequest,
+    Part,
+    Role,
+    SendMessageConfiguration,
+    SendMessageRequest,
+    SubscribeToTaskRequest,
+    TaskState,
+)
 from a2a.types import Message as A2AMessage
-from a2a.types import TaskState
 from agent_framework.a2a import A2AAgent
 from offline_chat import OfflineChatClient
 from opentelemetry import trace

@@ -29,7 +29,9 @@ def _sends(exporter) -> list:
 
 async def _send(client, context_id: str) -> str:
     """One send of ``context_id`` (empty: none); returns the contextId the server answered in."""
-    message = A2AMessage(role=Role.ROLE_USER, parts=[Part(text="hi")], message_id=uuid.uuid4().hex, context_id=context_id)
+    message = A2AMessage(
+        role=Role.ROLE_USER, parts=[Part(text="hi")], message_id=uuid.uuid4().hex, context_id=context_id
+    )
     answered = ""
     async for event in client.send_message(SendMessageRequest(message=message)):
         answered = getattr(getattr(event, event.WhichOneof("payload")), "context_id", "") or answered

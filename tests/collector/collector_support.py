@@ -206,7 +206,9 @@ class Prometheus(Process):
         return data["data"]["result"] if data.get("status") == "success" else []
 
 
-def start_prometheus(workdir: Path, targets: list[str], rule_files: tuple[str, ...] = ("agent-identity",)) -> Prometheus:
+def start_prometheus(
+    workdir: Path, targets: list[str], rule_files: tuple[str, ...] = ("agent-identity",)
+) -> Prometheus:
     """A private Prometheus (own config, data dir and free port) scraping ``targets`` every second,
     evaluating ``collector-config/alerts/<name>.rules.yaml`` for each of ``rule_files``."""
     workdir.mkdir(parents=True, exist_ok=True)
