@@ -1,8 +1,8 @@
 """A send the caller cancels (``asyncio.wait_for``) before any answer arrived: its CLIENT span gets
 ``agent_identity.send.cancelled=true`` and keeps status UNSET, as does a stream cancelled while
 its task was still SUBMITTED/WORKING (issue 32); a send that got its answer is not marked. The
-callee is a real a2a-sdk server on 127.0.0.1 (``examples/charge_specialist.py``) that completes the work at once and holds every
-response 3 s; its record of the charges it made is the ground truth."""
+callee is a real a2a-sdk server on 127.0.0.1 (``examples/charge_specialist.py``) that completes
+the work at once and holds every response 3 s; its record of the charges it made is the ground truth."""
 
 from __future__ import annotations
 
