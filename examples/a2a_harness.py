@@ -32,7 +32,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def wait_port(port: int, proc: subprocess.Popen, timeout: float = 90.0) -> None:
+def wait_port(port: int, proc: subprocess.Popen, timeout: float = 180.0) -> None:
     """Wait until 127.0.0.1:``port`` accepts connections. Raises RuntimeError on exit or timeout."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -530,13 +530,16 @@ def start_charge_specialist(
     idempotent: bool,
     hold: float = 3.0,
     hold_each: bool = False,
+    by_order: bool = False,
     **extra: str | None,
 ):
     """``charge_specialist.py`` under the launcher (naive, or ``idempotent``: a ledger keyed by
-    ``otel_agent_identity.upstream()``), holding its first response (``hold_each``: every response)
-    ``hold`` seconds; every charge it really makes is a JSON line in ``record``. Returns ``(process, url)``."""
+    ``otel_agent_identity.upstream()``, or ``by_order``: keyed by the order), holding its first
+    response (``hold_each``: every response) ``hold`` seconds; every charge it really makes is a
+    JSON line in ``record``. Returns ``(process, url)``."""
     args = ["--record", str(record), "--hold", str(hold)] + (["--idempotent"] if idempotent else [])
     args += ["--hold-each"] if hold_each else []
+    args += ["--by-order"] if by_order else []
     return start_server("charge_specialist.py", service, endpoint, *args, **extra)
 
 
@@ -575,17 +578,27 @@ def run_checkout(
 
 
 def run_recovery(
-    url: str, db: Path, endpoint: str | None, caller: str, order: str = "order-42", first_url: str | None = None
+    url: str,
+    db: Path,
+    endpoint: str | None,
+    caller: str,
+    order: str = "order-42",
+    first_url: str | None = None,
+    allowlist: str | None = None,
+    **extra: str | None,
 ) -> list[dict]:
     """The recovery scenario: a first checkout process (sending to ``first_url``, default ``url``,
     with a 1 s timeout) whose send fails and which exits before ``charge`` is checkpointed, then a
     second that resumes from ``db`` and completes (a 30 s timeout: the network recovered; no test
-    depends on the machine's speed). Returns both records; raises RuntimeError when either did
-    otherwise."""
-    first, status = run_checkout(first_url or url, db, endpoint, url, service=caller, order=order)
+    depends on the machine's speed). ``allowlist``: the callers' allowlist (default ``url``: the
+    specialist receives the delegation id; ``""``: nothing forwarded, the default of a real
+    deployment); ``extra``: their environment. Returns both records; raises RuntimeError when
+    either did otherwise."""
+    allow = url if allowlist is None else allowlist
+    first, status = run_checkout(first_url or url, db, endpoint, allow, service=caller, order=order, **extra)
     if status != 3 or not first["error"] or first["resumed"]:
         raise RuntimeError(f"{caller}: the first attempt did not fail as planned: {first}")
-    second, status = run_checkout(url, db, endpoint, url, timeout=30.0, service=caller, order=order)
+    second, status = run_checkout(url, db, endpoint, allow, timeout=30.0, service=caller, order=order, **extra)
     if status != 0 or not second["resumed"] or not second["receipt"] or second["error"]:
         raise RuntimeError(f"{caller}: the resumed attempt did not complete: {second}")
     return [first, second]

@@ -7,7 +7,8 @@ five shapes real A2A services take. No tracing code of its own: run it under the
 ``--shape``:
   - ``session-service``: an a2a-sdk ``AgentExecutor`` keeping one ``AgentSession`` per contextId,
     the agent on a service-managed model (server-side threads: the agent reports the thread id,
-    another namespace than the contextId). Continues.
+    another namespace than the contextId). Continues. A request sent with ``return_immediately``
+    is served as a long-running task (SUBMITTED, WORKING, then the reply as an artifact).
   - ``session-local``: the same executor, the agent on a local-history model. Continues.
   - ``a2a-executor``: Agent Framework's own ``agent_framework.a2a.A2AExecutor(agent)``, which builds
     a new ``AgentSession(session_id=contextId)`` per request: it keeps the id and loses the state.
@@ -15,8 +16,6 @@ five shapes real A2A services take. No tracing code of its own: run it under the
     keeping the history of each context itself, and declaring whether it had one
     (``otel_agent_identity.resumed``). Continues.
   - ``plain-new-context``: a plain executor answering every request in a new contextId. Forgets.
-  - ``task-session`` (not one of the five): a long-running task per request (SUBMITTED, WORKING,
-    then the ``session-local`` agent's reply as an artifact). Continues.
   - ``new-session`` (not one of the five): ``A2AExecutor`` serving an agent that drops the session
     id it is given, so even the agent's own conversation id is new on every request.
 
@@ -63,7 +62,6 @@ CONTINUES = {
     "plain": True,
     "plain-new-context": False,
     "new-session": False,
-    "task-session": True,
     **framework_specialists.CONTINUES,
 }
 
@@ -76,40 +74,35 @@ class ForgetfulAgent(Agent):
 
 
 class SessionExecutor(AgentExecutor):
-    """One ``AgentSession`` per contextId, kept in memory: the agent continues every context."""
+    """One ``AgentSession`` per contextId, kept in memory: the agent continues every context.
+
+    A request sent with ``return_immediately`` is served as a long-running task: answered
+    SUBMITTED, then WORKING, then the agent runs and the task completes with its reply as an
+    artifact (the caller polls ``GetTask`` or subscribes, ``SubscribeToTask``)."""
 
     def __init__(self, agent: Agent) -> None:
         self.agent = agent
         self.sessions: dict[str, AgentSession] = {}
 
     async def execute(self, context, event_queue) -> None:
+        task = bool(getattr(context.configuration, "return_immediately", False))
+        if task:
+            if context.current_task is None:
+                await event_queue.enqueue_event(new_task_from_user_message(context.message))
+            updater = TaskUpdater(event_queue, context.task_id, context.context_id)
+            await updater.start_work()
         session = self.sessions.get(context.context_id)
         if session is None:
             session = self.sessions[context.context_id] = self.agent.create_session(session_id=context.context_id)
         reply = await self.agent.run(context.get_user_input(), session=session)
-        await event_queue.enqueue_event(new_text_message(reply.text, context_id=context.context_id))
+        if task:
+            await updater.add_artifact([Part(text=reply.text)], name="reply")
+            await updater.complete()
+        else:
+            await event_queue.enqueue_event(new_text_message(reply.text, context_id=context.context_id))
 
     async def cancel(self, context, event_queue) -> None:
         return None
-
-
-class TaskExecutor(SessionExecutor):
-    """A long-running task per request: the task is answered SUBMITTED, then WORKING, then the agent
-    runs in the contextId's ``AgentSession`` (continues) and the task completes with its reply as
-    an artifact. With ``return_immediately`` the caller gets the SUBMITTED task at once and polls
-    (``GetTask``) or subscribes (``SubscribeToTask``)."""
-
-    async def execute(self, context, event_queue) -> None:
-        if context.current_task is None:
-            await event_queue.enqueue_event(new_task_from_user_message(context.message))
-        updater = TaskUpdater(event_queue, context.task_id, context.context_id)
-        await updater.start_work()
-        session = self.sessions.get(context.context_id)
-        if session is None:
-            session = self.sessions[context.context_id] = self.agent.create_session(session_id=context.context_id)
-        reply = await self.agent.run(context.get_user_input(), session=session)
-        await updater.add_artifact([Part(text=reply.text)], name="reply")
-        await updater.complete()
 
 
 class PlainExecutor(AgentExecutor):
@@ -146,7 +139,7 @@ def build_executor(
     agent = agent_cls(client=OfflineChatClient(mode=mode, prefix=name, truth=truth or ""), name=name)
     if shape in ("a2a-executor", "new-session"):
         return A2AExecutor(agent, stream=stream)
-    return TaskExecutor(agent) if shape == "task-session" else SessionExecutor(agent)
+    return SessionExecutor(agent)
 
 
 def build_app(

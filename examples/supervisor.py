@@ -80,7 +80,7 @@ class Conversation:
             else:
                 self.session = self.specialist.create_session()
         else:
-            config = ClientConfig(httpx_client=self.http, streaming=self.kind == "task-subscribe")
+            config = ClientConfig(httpx_client=self.http, streaming=False)
             self.client = await create_client(self.url, client_config=config)
 
     async def delegate(self, city: str) -> str:
@@ -148,16 +148,28 @@ class Conversation:
 
     async def _subscribe(self, task_id: str, rec: dict) -> str:
         reply = ""
-        async for event in self.client.subscribe(SubscribeToTaskRequest(id=task_id)):
-            kind = event.WhichOneof("payload")
-            if kind == "task":
-                rec["state"] = _state_name(event.task.status.state)
-                reply = " ".join(get_artifact_text(a) for a in event.task.artifacts) or reply
-            elif kind == "status_update":
-                rec["state"] = _state_name(event.status_update.status.state)
-            elif kind == "artifact_update":
-                reply = get_artifact_text(event.artifact_update.artifact) or reply
+        try:
+            stream = self.client.subscribe(SubscribeToTaskRequest(id=task_id))
+            async for event in stream:
+                reply = self._streamed(event, rec) or reply
+        except Exception as exc:  # finished before the subscription: read it once
+            if "terminal state" not in str(exc):
+                raise
+            return await self._poll(task_id, rec)
         return reply
+
+    @staticmethod
+    def _streamed(event, rec: dict) -> str:
+        """The reply text in one ``SubscribeToTask`` event (empty when none); notes its task state."""
+        kind = event.WhichOneof("payload")
+        if kind == "task":
+            rec["state"] = _state_name(event.task.status.state)
+            return " ".join(get_artifact_text(a) for a in event.task.artifacts)
+        if kind == "status_update":
+            rec["state"] = _state_name(event.status_update.status.state)
+        elif kind == "artifact_update":
+            return get_artifact_text(event.artifact_update.artifact)
+        return ""
 
 
 async def converse(conv: Conversation, turns: int) -> None:
