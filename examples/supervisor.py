@@ -71,6 +71,7 @@ class Conversation:
         self.specialist: A2AAgent | None = None
         self.session = None
         self.client = None
+        self.streams = None
 
     async def open(self) -> None:
         if self.kind.startswith("a2a-agent"):
@@ -82,6 +83,8 @@ class Conversation:
         else:
             config = ClientConfig(httpx_client=self.http, streaming=False)
             self.client = await create_client(self.url, client_config=config)
+            if self.kind == "task-subscribe":  # SubscribeToTask needs a streaming client
+                self.streams = await create_client(self.url, client_config=ClientConfig(httpx_client=self.http))
 
     async def delegate(self, city: str) -> str:
         """The supervisor's tool: one send to the specialist; prints its record."""
@@ -149,7 +152,7 @@ class Conversation:
     async def _subscribe(self, task_id: str, rec: dict) -> str:
         reply = ""
         try:
-            stream = self.client.subscribe(SubscribeToTaskRequest(id=task_id))
+            stream = self.streams.subscribe(SubscribeToTaskRequest(id=task_id))
             async for event in stream:
                 reply = self._streamed(event, rec) or reply
         except Exception as exc:  # finished before the subscription: read it once
