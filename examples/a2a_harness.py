@@ -255,6 +255,25 @@ def run_orchestrator(
     return records, proc
 
 
+#: the apps' real defaults for the realistic-latency runs: BatchSpanProcessor's 5 s delay (not the
+#: tests' 100 ms), a2a-sdk's own spans as shipped
+REAL_APP_ENV: dict[str, str | None] = {"OTEL_BSP_SCHEDULE_DELAY": None, "OTEL_INSTRUMENTATION_A2A_SDK_ENABLED": None}
+
+
+def run_supervisor(endpoint: str, conversations: list[tuple[str, str, str]], turns: int, latency: str) -> list[dict]:
+    """Run ``supervisor.py`` under the launcher with the apps' real defaults (:data:`REAL_APP_ENV`)
+    and ``latency`` seconds per model call, holding ``[(name, kind, url), ...]`` conversations of
+    ``turns`` turns at once; returns its records (one per send). Raises RuntimeError when it fails."""
+    cmd = [str(LAUNCHER), sys.executable, str(EXAMPLES / "supervisor.py"), "--turns", str(turns)]
+    for name, kind, url in conversations:
+        cmd += ["--conversation", f"{name}={kind}@{url}"]
+    env = otel_env("supervisor", endpoint, OFFLINE_MODEL_LATENCY=latency, **REAL_APP_ENV)
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+    if proc.returncode:
+        raise RuntimeError(f"supervisor exited with {proc.returncode}:\n{proc.stderr[-3000:]}")
+    return [json.loads(line) for line in proc.stdout.splitlines() if line.startswith('{"conversation"')]
+
+
 def run_both_callers(specialists: list[tuple[str, str]], endpoint: str, turns: int) -> dict[str, list[dict]]:
     """:func:`run_orchestrator` once with ``A2AAgent`` and once with a direct a2a-sdk client against
     the same specialists; returns ``{"a2a_agent": records, "direct": records}``. Raises

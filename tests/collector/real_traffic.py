@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -21,8 +20,7 @@ import collector_support as cs
 
 TURNS = 3
 LATENCY = "3"  # seconds per model call: the supervisor's plan and summarise, each specialist's answer
-#: the apps' real defaults: BatchSpanProcessor's 5 s delay, a2a-sdk's own spans as shipped
-REAL_APP_ENV: dict[str, str | None] = {"OTEL_BSP_SCHEDULE_DELAY": None, "OTEL_INSTRUMENTATION_A2A_SDK_ENABLED": None}
+REAL_APP_ENV = h.REAL_APP_ENV  # the apps' real defaults: BatchSpanProcessor's 5 s delay
 #: the shipped collector configs' own timers (collector_support shortens groupbytrace's wait otherwise)
 SHIPPED_COLLECTOR_ENV: dict[str, str | None] = {"GROUPBYTRACE_WAIT": None}
 #: specialist service -> (specialist.py shape, whether it really continues a context)
@@ -174,17 +172,6 @@ def _all_spans_left(judges: list[cs.Collector]) -> bool:
     return True
 
 
-def _run_supervisor(endpoint: str, urls: dict[str, str]) -> list[dict]:
-    cmd = [str(h.LAUNCHER), sys.executable, str(h.EXAMPLES / "supervisor.py"), "--turns", str(TURNS)]
-    for name, (kind, specialist) in CONVERSATIONS.items():
-        cmd += ["--conversation", f"{name}={kind}@{urls[specialist]}"]
-    env = h.otel_env("supervisor", endpoint, OFFLINE_MODEL_LATENCY=LATENCY, **REAL_APP_ENV)
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
-    if proc.returncode:
-        raise RuntimeError(f"supervisor exited with {proc.returncode}:\n{proc.stderr[-3000:]}")
-    return [json.loads(line) for line in proc.stdout.splitlines() if line.startswith('{"conversation"')]
-
-
 def _alerts(prom: cs.Prometheus, world: World) -> list[dict]:
     """ALERTS once Prometheus scraped the collectors' final counts and evaluated the rules after
     that (bounded), and the :data:`EXPECTED_ALERTS` fire (or the bound passed)."""
@@ -298,7 +285,8 @@ def run_world(topology: str, work: Path) -> Iterator[World]:
         threads = [threading.Thread(target=recover, args=(kind,)) for kind in PAYMENTS]
         for t in threads:
             t.start()
-        world.records = _run_supervisor(endpoint, urls)
+        conversations = [(name, kind, urls[svc]) for name, (kind, svc) in CONVERSATIONS.items()]
+        world.records = h.run_supervisor(endpoint, conversations, TURNS, LATENCY)
         for t in threads:
             t.join(600)
         if errors:
