@@ -42,6 +42,7 @@ AGENT = "gen_ai.agent.name"
 EXECUTION = "agent_identity.execution.id"
 DELEGATION = "agent_identity.delegation.id"
 REQUESTED = "agent_identity.conversation.requested_id"
+ANSWERED_BEFORE = "agent_identity.conversation.answered_before"
 
 
 def _tracer(service: str, endpoint: str) -> tuple[TracerProvider, trace.Tracer]:
@@ -61,6 +62,8 @@ def caller(args: argparse.Namespace) -> None:
         attrs = {OP: "invoke_agent", AGENT: args.callee_service, EXECUTION: execution, DELEGATION: uuid.uuid4().hex}
         if args.context_id:
             attrs[CONV] = attrs[REQUESTED] = args.context_id
+            # a later turn: this caller received an answer in that context before
+            attrs[ANSWERED_BEFORE] = not args.first_in_context
         with tracer.start_as_current_span(
             f"invoke_agent {args.callee_service}", kind=trace.SpanKind.CLIENT, attributes=attrs
         ):
@@ -114,6 +117,12 @@ def main() -> None:
     parser.add_argument("--callee-service", default="specialist")
     parser.add_argument("--callee-conversation", default="", help="conversation the callee uses")
     parser.add_argument("--attempts", type=int, default=1, help="sends of one delegation (the callee executes each)")
+    parser.add_argument(
+        "--first-in-context",
+        type=int,
+        default=0,
+        help="caller: 1 = the contextId is client-minted, never answered before (answered_before=false)",
+    )
     parser.add_argument(
         "--linger", type=float, default=0.0, help="caller: seconds to wait after the callee before ending its spans"
     )

@@ -97,16 +97,17 @@ def test_first_turn_is_not_compared(run):
     assert "agent_identity.hop.mismatch" not in entry.attributes
 
 
-def test_fragmented_trace_is_unresolved_never_a_mismatch(run):
+def test_fragmented_trace_is_joined_and_judged_whole(run):
+    """The caller's spans arrive after groupbytrace released the callee's: the join holds the
+    callee's fragment until its caller side arrives and judges the hop once, whole. The callee
+    "late" answered in conv-new-e when asked to continue conv-e: a mismatch, nothing unresolved."""
     collector, traces, spans = run
     (entry,) = entry_spans(spans, traces["fragmented"])
-    assert entry.attributes["agent_identity.hop.result"] == "unresolved"
-    assert "agent_identity.hop.mismatch" not in entry.attributes
+    assert entry.attributes["agent_identity.hop.result"] == "context_changed"
+    assert entry.attributes["agent_identity.hop.mismatch"] is True
     text = collector.metrics()
-    assert re.search(r'^agent_identity_unresolved\{[^}]*callee_service="late"[^}]*\} 1$', text, re.M)
-    assert 'callee_service="late"' not in "".join(
-        line for line in text.splitlines() if line.startswith("agent_identity_mismatches")
-    )
+    assert "agent_identity_unresolved{" not in text
+    assert re.search(r'^agent_identity_mismatches\{[^}]*callee_service="late"[^}]*\} 1$', text, re.M)
 
 
 def test_second_execution_of_one_delegation_is_marked(run):
@@ -148,11 +149,12 @@ def test_prometheus_reads_the_mismatch_count_and_fires_the_alert(run, tmp_path):
             }
 
         assert cs.wait_for(mismatches, 30, "agent_identity_mismatches in Prometheus") == {
-            ("orchestrator", "forgetful"): 1.0
+            ("orchestrator", "forgetful"): 1.0,
+            ("orchestrator", "late"): 1.0,
         }
         alerts = cs.wait_for(
             lambda: prom.query('ALERTS{alertname="AgentIdentityConversationMismatch"}'), 30, "the mismatch alert"
         )
-        assert {a["metric"]["callee_service"] for a in alerts} == {"forgetful"}
+        assert {a["metric"]["callee_service"] for a in alerts} == {"forgetful", "late"}
     finally:
         prom.stop()

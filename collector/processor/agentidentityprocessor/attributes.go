@@ -35,6 +35,12 @@ const (
 	// attrSendCancelled: on an A2A CLIENT span, the caller cancelled the send
 	// before any answer arrived (status stays UNSET: cancellation is no error).
 	attrSendCancelled = "agent_identity.send.cancelled"
+	// attrTaskID: the A2A task a span's request or responses belong to.
+	attrTaskID = "a2a.task.id"
+	// attrAnsweredBefore: on an A2A CLIENT send span that requested a
+	// context, whether the caller's process had received a response in that
+	// context from the same destination before.
+	attrAnsweredBefore = "agent_identity.conversation.answered_before"
 
 	// operationInvokeAgent is the gen_ai.operation.name of agent spans.
 	operationInvokeAgent = "invoke_agent"

@@ -105,7 +105,7 @@ func TestMetricsFollowTable(t *testing.T) {
 	}
 	require.NoError(t, cm.Unmarshal(&md, confmap.WithIgnoreUnused()))
 	require.Len(t, md.Telemetry.Metrics, len(rows))
-	labels := []string{labelCallerService, labelCalleeService, labelCalleeAgent, labelResult, labelReason, labelCallerStatus}
+	labels := []string{labelCallerService, labelCalleeService, labelCalleeAgent, labelResult, labelReason, labelCallerStatus, labelStore}
 	for key, m := range md.Telemetry.Metrics {
 		prom := strings.ReplaceAll(m.Prefix+key, ".", "_")
 		require.Contains(t, rows, prom)

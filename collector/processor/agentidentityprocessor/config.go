@@ -39,6 +39,10 @@ type Config struct {
 	// VerdictMemory: `storage` and `memory_slots` (memory.go).
 	VerdictMemory `mapstructure:",squash"`
 
+	// Join: `hop_window`, `max_held_spans` and the cross-trace memories'
+	// sizes (joined.go).
+	Join `mapstructure:",squash"`
+
 	// prevent unkeyed literal initialization
 	_ struct{}
 }
@@ -103,6 +107,9 @@ func (c *Config) Validate() error {
 				errs = append(errs, fmt.Errorf("rule %d: %w", i, errEmptyAttributeKey))
 			}
 		}
+	}
+	if err := c.Join.validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if err := c.VerdictMemory.validate(); err != nil {
 		errs = append(errs, err)

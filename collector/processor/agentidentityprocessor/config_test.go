@@ -5,6 +5,7 @@ package agentidentityprocessor
 import (
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -21,15 +22,20 @@ func TestLoadConfig(t *testing.T) {
 		want    *Config
 		wantErr error
 	}{
-		{name: "", want: &Config{RequireContinuation: defaultRules()}},
-		{name: "backfill", want: &Config{Backfill: true, RequireContinuation: defaultRules()}},
+		{name: "", want: &Config{RequireContinuation: defaultRules(), Join: defaultJoin()}},
+		{name: "backfill", want: &Config{Backfill: true, RequireContinuation: defaultRules(), Join: defaultJoin()}},
 		{name: "pairs", want: &Config{RequireContinuation: []ContinuationRule{
 			{CallerService: "orchestrator", CalleeService: "specialist"},
 			{CallerSpanKind: "producer", CallerAttributes: map[string]string{
 				"messaging.system": "kafka", "gen_ai.conversation.id": "",
 			}},
+		}, Join: defaultJoin()}},
+		{name: "none", want: &Config{RequireContinuation: []ContinuationRule{}, Join: defaultJoin()}},
+		{name: "join", want: &Config{RequireContinuation: defaultRules(), Join: Join{
+			HopWindow: 90 * time.Second, AgentWait: 5 * time.Second, MaxHeldSpans: 1000, ContextSlots: 64, DelegationSlots: 32, TaskSlots: 16,
 		}}},
-		{name: "none", want: &Config{RequireContinuation: []ContinuationRule{}}},
+		{name: "no_join", want: &Config{RequireContinuation: defaultRules(), Join: Join{AgentWait: defaultAgentWait, MaxHeldSpans: defaultMaxHeldSpans}}},
+		{name: "negative_window", wantErr: errJoinNegative},
 		{name: "empty_rule", wantErr: errEmptyRule},
 		{name: "bad_kind", wantErr: errSpanKind},
 		{name: "empty_key", wantErr: errEmptyAttributeKey},

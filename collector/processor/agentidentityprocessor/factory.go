@@ -4,6 +4,7 @@ package agentidentityprocessor // import "github.com/otel-agent-identity/otel-ag
 
 import (
 	"context"
+	"errors"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer"
@@ -27,7 +28,7 @@ func NewFactory() processor.Factory {
 }
 
 func createDefaultConfig() component.Config {
-	return &Config{RequireContinuation: defaultRules()}
+	return &Config{RequireContinuation: defaultRules(), Join: defaultJoin()}
 }
 
 func createTraces(
@@ -36,19 +37,31 @@ func createTraces(
 	cfg component.Config,
 	next consumer.Traces,
 ) (processor.Traces, error) {
-	p, err := newIdentityProcessor(set, cfg.(*Config))
+	c := cfg.(*Config)
+	p, err := newIdentityProcessor(set, c)
 	if err != nil {
 		return nil, err
 	}
-	mem := &cfg.(*Config).VerdictMemory
+	p.joiner = newJoiner(p, &c.Join, next, set.Logger)
 	return processorhelper.NewTraces(ctx, set, cfg, next, p.processTraces,
 		processorhelper.WithCapabilities(consumer.Capabilities{MutatesData: true}),
-		processorhelper.WithStart(func(ctx context.Context, host component.Host) (err error) {
-			p.memory, err = openMemory(ctx, host, set.ID, mem, p.ins.tb.DuplicateVerdicts, set.Logger)
-			return err
+		processorhelper.WithStart(func(ctx context.Context, host component.Host) error {
+			if c.Storage != nil {
+				if err := p.openMemories(ctx, host, set.ID, *c.Storage, &c.Join, set.Logger); err != nil {
+					return err
+				}
+			}
+			var err error
+			if p.memory, err = openMemory(ctx, host, set.ID, &c.VerdictMemory, p.ins.tb.DuplicateVerdicts, set.Logger); err != nil {
+				return err
+			}
+			p.joiner.start(p)
+			return nil
 		}),
 		processorhelper.WithShutdown(func(ctx context.Context) error {
+			// Every held trace leaves, judged, before the memories close.
+			p.joiner.shutdown(p)
 			p.ins.tb.Shutdown()
-			return p.memory.close(ctx)
+			return errors.Join(p.memory.close(ctx), p.mem.close(ctx))
 		}))
 }

@@ -39,6 +39,9 @@ type hop struct {
 	// resumed: whether the run serving the request resumed prior state,
 	// when known
 	resumed, resumedKnown bool
+	// firstTurn: the first request in the requested context (crosstrace.go):
+	// not compared for state
+	firstTurn bool
 }
 
 // checkHop judges hop par -> c: did the callee continue what the caller
@@ -48,6 +51,9 @@ func (p *identityProcessor) checkHop(tr *traceAnalysis, par, c int32, t *tally) 
 	result := h.classify()
 	tr.markHop(&h, result, t)
 	tr.noteDelegation(&h)
+	if h.required {
+		p.noteAnswered(tr, &h, t)
+	}
 }
 
 // resolveHop reads, from the spans around hop par -> c, everything classify
@@ -114,6 +120,7 @@ func (p *identityProcessor) resolveHop(tr *traceAnalysis, par, c int32) hop {
 	if h.answered == "" {
 		h.answered = h.agentConv
 	}
+	h.firstTurn = h.required && h.requested != "" && p.firstInContext(tr, &h)
 	return h
 }
 
@@ -130,6 +137,8 @@ func (h *hop) classify() string {
 		return resultCalleeUnknown
 	case h.answered != h.requested:
 		return resultContextChanged
+	case h.firstTurn:
+		return resultFirstTurn
 	case h.resumedKnown && !h.resumed:
 		return resultStateNotResumed
 	}

@@ -319,6 +319,7 @@ func (t *tally) merge(o *tally) {
 	mergeCounts(&t.noCallee, o.noCallee)
 	mergeCounts(&t.deliveries, o.deliveries)
 	mergeCounts(&t.lostResponses, o.lostResponses)
+	mergeCounts(&t.evictions, o.evictions)
 }
 
 func mergeCounts[K comparable](dst *counts[K], src counts[K]) {

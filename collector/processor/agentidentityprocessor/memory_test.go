@@ -45,7 +45,7 @@ func startFileStorage(t testing.TB, dir string) (component.ID, extension.Extensi
 func hopTrace(t *testing.T, trace string) ptrace.Traces {
 	return buildTraces(t, []spanIn{
 		{Trace: trace, ID: trace + "-client", Service: "a", Kind: "client",
-			Attrs: map[string]any{attrOperationName: operationInvokeAgent, attrConversationID: "c", attrRequestedID: "c"}},
+			Attrs: map[string]any{attrOperationName: operationInvokeAgent, attrConversationID: "c", attrRequestedID: "c", attrAnsweredBefore: true}},
 		{Trace: trace, ID: trace + "-server", Parent: trace + "-client", Service: "b", Kind: "server",
 			Attrs: map[string]any{attrConversationID: "c"}},
 	})
@@ -63,6 +63,7 @@ func TestRedeliveryAfterRestartIsMarkedNotCounted(t *testing.T) {
 		cfg := configFrom(t, nil)
 		cfg.Storage = &id
 		cfg.MemorySlots = 1 << 10
+		cfg.AgentWait = 0
 		h := newHarness(t, cfg)
 		require.NoError(t, h.proc.Start(context.Background(), storageHost{exts: map[component.ID]component.Component{id: ext}}))
 		for _, tr := range traces {

@@ -27,6 +27,8 @@ const (
 	// (the agent_identity.hop.result of the hop).
 	labelReason       = "reason"
 	labelCallerStatus = "caller_status"
+	// labelStore: the bounded memory an eviction came from.
+	labelStore = "store"
 
 	callerStatusError = "error"
 	callerStatusOK    = "ok"
@@ -73,6 +75,8 @@ type tally struct {
 	deliveries counts[pairKey]
 	// lostResponses: hops marked agent_identity.hop.response_lost
 	lostResponses counts[pairKey]
+	// evictions: items a bounded memory gave up, by store
+	evictions counts[string]
 }
 
 // counts is a tally of label sets, a short slice searched in order: a call
@@ -108,6 +112,7 @@ func (t *tally) reset() {
 	t.noCallee = t.noCallee[:0]
 	t.deliveries = t.deliveries[:0]
 	t.lostResponses = t.lostResponses[:0]
+	t.evictions = t.evictions[:0]
 }
 
 func (ins *instruments) record(ctx context.Context, t *tally) {
@@ -122,6 +127,21 @@ func (ins *instruments) record(ctx context.Context, t *tally) {
 	addCounts(ctx, ins.tb.DuplicateDeliveries, &ins.opts, t.deliveries)
 	addCounts(ctx, ins.tb.LostResponses, &ins.opts, t.lostResponses)
 	addCounts(ctx, ins.tb.NoCallee, &ins.opts, t.noCallee)
+	for _, c := range t.evictions {
+		ins.evicted(ctx, c.key, c.n)
+	}
+}
+
+// evicted adds n to agent_identity.evictions of store.
+func (ins *instruments) evicted(ctx context.Context, store string, n int64) {
+	ins.tb.Evictions.Add(ctx, n, cachedOpts(&ins.opts, evictionKey(store))...)
+}
+
+// evictionKey is a store counted in agent_identity.evictions.
+type evictionKey string
+
+func (k evictionKey) set() attribute.Set {
+	return attribute.NewSet(attribute.String(labelStore, string(k)))
 }
 
 // recordMismatches adds the flagged hops of hops to agent_identity.mismatches.

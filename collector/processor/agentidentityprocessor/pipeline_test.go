@@ -16,8 +16,10 @@ import (
 )
 
 // groupbytrace -> agentidentity as in the configs: a callee whose agent span
-// arrives after wait_duration leaves as a second fragment; nothing in either
-// fragment is a mismatch, the late span is unresolved.
+// arrives after wait_duration leaves groupbytrace as a second fragment; the
+// join holds the first (the required hop has no agent span yet) and judges
+// the trace once, whole, when the late fragment arrives: the mismatch is
+// found and nothing is unresolved.
 func TestBehindGroupByTrace(t *testing.T) {
 	spans, err := readGolden("mismatching_hop")
 	require.NoError(t, err)
@@ -35,19 +37,22 @@ func TestBehindGroupByTrace(t *testing.T) {
 	// In time: caller spans and the callee's server span, in two batches.
 	require.NoError(t, gbt.ConsumeTraces(context.Background(), buildTraces(t, spans[:2])))
 	require.NoError(t, gbt.ConsumeTraces(context.Background(), buildTraces(t, spans[2:3])))
-	require.Eventually(t, func() bool { return len(h.sink.AllTraces()) == 1 }, 5*time.Second, 10*time.Millisecond)
+	// groupbytrace released them (held by the join, nothing out yet)
+	require.Eventually(t, func() bool {
+		m := h.metrics(t)
+		return m["otelcol_processor_incoming_items{otel.signal=traces,processor=agentidentity}"] == 3
+	}, 5*time.Second, 10*time.Millisecond)
+	assert.Empty(t, h.sink.AllTraces())
 	// Late: the callee's agent and chat spans.
 	require.NoError(t, gbt.ConsumeTraces(context.Background(), buildTraces(t, spans[3:])))
-	require.Eventually(t, func() bool { return len(h.sink.AllTraces()) == 2 }, 5*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return len(h.sink.AllTraces()) == 1 }, 5*time.Second, 10*time.Millisecond)
 
-	first, late := h.sink.AllTraces()[0], h.sink.AllTraces()[1]
-	assert.Equal(t, 3, first.SpanCount())
-	assert.Equal(t, map[string]int{resultCalleeUnknown: 1}, countResults(first))
-	assert.Equal(t, 2, late.SpanCount())
-	assert.Equal(t, map[string]int{resultUnresolved: 1}, countResults(late))
+	whole := h.sink.AllTraces()[0]
+	assert.Equal(t, 5, whole.SpanCount())
+	assert.Equal(t, map[string]int{resultContextChanged: 1}, countResults(whole))
 	m := h.metrics(t)
-	assert.Equal(t, int64(1), m["agent_identity.unresolved{callee_service=specialist}"])
+	assert.Equal(t, int64(1), m["agent_identity.mismatches{callee_agent=specialist,callee_service=specialist,caller_service=orchestrator,reason=context_changed}"])
 	for k := range m {
-		assert.NotContains(t, k, "mismatches", "no mismatch from fragments")
+		assert.NotContains(t, k, "unresolved", "a late fragment is joined, not unresolved")
 	}
 }

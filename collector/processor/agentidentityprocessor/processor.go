@@ -20,6 +20,10 @@ type identityProcessor struct {
 	checksNoCallee bool
 	// memory: verdicts given before (nil without `storage`), memory.go
 	memory *verdictMemory
+	// joiner holds traces until their hops' parts are in (nil when
+	// hop_window is 0), joined.go; mem: what other traces taught, crosstrace.go
+	joiner *joiner
+	mem    memories
 }
 
 // rule is a ContinuationRule ready for matching.
@@ -37,7 +41,7 @@ func newIdentityProcessor(set processor.Settings, cfg *Config) (*identityProcess
 	if err != nil {
 		return nil, err
 	}
-	p := &identityProcessor{backfill: cfg.Backfill, ins: ins}
+	p := &identityProcessor{backfill: cfg.Backfill, ins: ins, mem: newMemories(&cfg.Join)}
 	for _, r := range cfg.RequireContinuation {
 		p.rules = append(p.rules, rule{
 			kind:   spanKinds[strings.ToLower(r.CallerSpanKind)],
@@ -52,9 +56,17 @@ func newIdentityProcessor(set processor.Settings, cfg *Config) (*identityProcess
 	return p, nil
 }
 
-// processTraces analyses each trace of the batch in place. It keeps no
-// state between calls and is safe for concurrent use.
+// processTraces judges the traces the batch completes (joined.go), or, with
+// no join, each trace of the batch as it is. Safe for concurrent use.
 func (p *identityProcessor) processTraces(ctx context.Context, td ptrace.Traces) (ptrace.Traces, error) {
+	if p.joiner != nil {
+		return p.consume(ctx, td)
+	}
+	return p.judge(ctx, td), nil
+}
+
+// judge analyses each trace of td in place.
+func (p *identityProcessor) judge(ctx context.Context, td ptrace.Traces) ptrace.Traces {
 	sc := getScratch()
 	t := &sc.tally
 	for _, spans := range groupByTrace(td, sc) {
@@ -67,7 +79,7 @@ func (p *identityProcessor) processTraces(ctx context.Context, td ptrace.Traces)
 	}
 	p.ins.record(ctx, t)
 	sc.release()
-	return td, nil
+	return td
 }
 
 // traceAnalysis is one trace being judged: its index (index.go) and what the
@@ -81,6 +93,9 @@ type traceAnalysis struct {
 	// served: entry spans the serving process itself marked a duplicate
 	// execution (countServedMarks), already counted
 	served map[int32]bool
+	// followedUp: a CLIENT span of the caller service received an answer
+	// for the task id (crosstrace.go)
+	followedUp func(caller, task string) bool
 }
 
 // delegationKey is one callee's share of a delegation: the caller's service,
@@ -97,7 +112,8 @@ type delegated struct {
 }
 
 func (p *identityProcessor) processTrace(spans []spanRef, sc *scratch, t *tally) {
-	tr := &traceAnalysis{traceIndex: buildIndex(spans, sc), ruleMemo: make([][]int32, len(p.rules)), deleg: sc.delegations()}
+	tr := &traceAnalysis{traceIndex: buildIndex(spans, sc), ruleMemo: make([][]int32, len(p.rules)), deleg: sc.delegations(),
+		followedUp: p.followedUp}
 	for i := range spans {
 		c := int32(i)
 		par := tr.parent[c]
@@ -117,6 +133,7 @@ func (p *identityProcessor) processTrace(spans []spanRef, sc *scratch, t *tally)
 	}
 	p.markNoCallee(tr, t)
 	p.markDuplicates(tr, t)
+	p.markDuplicatesAcrossTraces(tr, t)
 	if p.backfill {
 		tr.backfill()
 	}
@@ -203,8 +220,11 @@ func (tr *traceAnalysis) sendAnswered(par int32, caller string) bool {
 		if changed, _ := boolAttr(s, attrConversationChanged); changed {
 			return true
 		}
-		if state := strAttr(s, attrTaskState); state != "" && state != taskStateSubmitted && state != taskStateWorking {
+		if state := strAttr(s, attrTaskState); state != "" && !pendingState(state) {
 			return true
+		}
+		if task := strAttr(s, attrTaskID); task != "" && tr.followedUp(caller, task) {
+			return true // a poll or subscription of the task got the answer
 		}
 		if strAttr(s, attrOperationName) == operationInvokeAgent {
 			return false
@@ -327,15 +347,7 @@ func (p *identityProcessor) markDuplicates(tr *traceAnalysis, t *tally) {
 		if len(hops) < 2 {
 			continue
 		}
-		slices.SortStableFunc(hops, func(a, b delegated) int {
-			switch {
-			case a.start < b.start:
-				return -1
-			case a.start > b.start:
-				return 1
-			}
-			return int(a.entry - b.entry)
-		})
+		sortByStart(hops)
 		seen := map[string]bool{hops[0].execution: true}
 		for _, h := range hops[1:] {
 			if h.execution == hops[0].execution {
@@ -350,6 +362,19 @@ func (p *identityProcessor) markDuplicates(tr *traceAnalysis, t *tally) {
 			}
 		}
 	}
+}
+
+// sortByStart orders a delegation's hops by entry start time (then index).
+func sortByStart(hops []delegated) {
+	slices.SortStableFunc(hops, func(a, b delegated) int {
+		switch {
+		case a.start < b.start:
+			return -1
+		case a.start > b.start:
+			return 1
+		}
+		return int(a.entry - b.entry)
+	})
 }
 
 // countServedMarks counts what the serving process marked on the entry span c

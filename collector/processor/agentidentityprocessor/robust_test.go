@@ -74,7 +74,7 @@ func TestLargeTraces(t *testing.T) {
 				spans[i].Start = 1
 			}
 			td := buildTraces(t, spans)
-			h := newHarness(t, configFrom(t, map[string]any{"backfill": true}))
+			h := newHarness(t, configFrom(t, map[string]any{"backfill": true, "hop_window": "0s"}))
 			start := time.Now()
 			require.NoError(t, h.proc.ConsumeTraces(context.Background(), td))
 			t.Logf("%d spans in %v", n, time.Since(start))
@@ -83,14 +83,14 @@ func TestLargeTraces(t *testing.T) {
 			results := countResults(out)
 			assert.Zero(t, results[resultUnresolved])
 			if name != "deep_chain" {
-				assert.Equal(t, n-1, results[resultContinued]+results[resultContextChanged])
+				assert.Equal(t, n-1, results[resultContinued]+results[resultContextChanged]+results[resultFirstTurn])
 			}
 		})
 	}
 }
 
 func TestConcurrentCalls(t *testing.T) {
-	h := newHarness(t, configFrom(t, map[string]any{"backfill": true}))
+	h := newHarness(t, configFrom(t, map[string]any{"backfill": true, "hop_window": "0s"}))
 	input, err := readGolden("mismatching_hop")
 	require.NoError(t, err)
 	var wg sync.WaitGroup
@@ -118,7 +118,7 @@ func TestBatchOfTraces(t *testing.T) {
 		{Trace: "t1", ID: "p", Service: "a", Kind: "client", Attrs: agentAttrs("x")},
 		{Trace: "t2", ID: "c", Parent: "p", Service: "b", Attrs: agentAttrs("y")},
 	}
-	h := newHarness(t, createDefaultConfig().(*Config))
+	h := newHarness(t, configFrom(t, map[string]any{"hop_window": "0s"}))
 	require.NoError(t, h.proc.ConsumeTraces(context.Background(), buildTraces(t, spans)))
 	// c's parent is not in its trace (unresolved); p has no callee in its own
 	// trace, as when trace context is lost on the hop.
@@ -130,7 +130,7 @@ func TestBatchOfTraces(t *testing.T) {
 func TestBatchOfTracesSharingSpanIDs(t *testing.T) {
 	input, err := readGolden("mismatching_hop")
 	require.NoError(t, err)
-	alone := newHarness(t, createDefaultConfig().(*Config))
+	alone := newHarness(t, configFrom(t, map[string]any{"hop_window": "0s"}))
 	require.NoError(t, alone.proc.ConsumeTraces(context.Background(), buildTraces(t, input)))
 	want := countResults(alone.sink.AllTraces()[0])
 	require.NotEmpty(t, want)
@@ -142,7 +142,7 @@ func TestBatchOfTracesSharingSpanIDs(t *testing.T) {
 			both = append(both, s)
 		}
 	}
-	h := newHarness(t, createDefaultConfig().(*Config))
+	h := newHarness(t, configFrom(t, map[string]any{"hop_window": "0s"}))
 	require.NoError(t, h.proc.ConsumeTraces(context.Background(), buildTraces(t, both)))
 	got := countResults(h.sink.AllTraces()[0])
 	for r, n := range want {
@@ -152,7 +152,7 @@ func TestBatchOfTracesSharingSpanIDs(t *testing.T) {
 }
 
 func TestEmptyAndSpanlessInput(t *testing.T) {
-	h := newHarness(t, createDefaultConfig().(*Config))
+	h := newHarness(t, configFrom(t, map[string]any{"hop_window": "0s"}))
 	td := ptrace.NewTraces()
 	td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty()
 	for _, in := range []ptrace.Traces{ptrace.NewTraces(), td} {
@@ -164,7 +164,7 @@ func TestEmptyAndSpanlessInput(t *testing.T) {
 // The processor keeps nothing once a trace is processed: the heap does not
 // grow with the number of distinct traces seen.
 func TestNoStateRetained(t *testing.T) {
-	h := newHarness(t, configFrom(t, map[string]any{"backfill": true}))
+	h := newHarness(t, configFrom(t, map[string]any{"backfill": true, "hop_window": "0s"}))
 	td := benchTrace(pcommon.TraceID{1}, benchAgents, benchCalls)
 	ctx := context.Background()
 	heap := func() uint64 {
@@ -262,6 +262,7 @@ func TestNoCalleeRules(t *testing.T) {
 			}
 			h := newHarness(t, configFrom(t, raw))
 			require.NoError(t, h.proc.ConsumeTraces(context.Background(), buildTraces(t, spans)))
+			require.NoError(t, h.proc.Shutdown(context.Background())) // a request without a callee is held until then
 			assert.Equal(t, tc.want, countResults(h.sink.AllTraces()[0]))
 		})
 	}
@@ -272,11 +273,11 @@ func TestNoCalleeRules(t *testing.T) {
 func TestScratchReuse(t *testing.T) {
 	input, err := readGolden("shape_a2a_executor_per_request")
 	require.NoError(t, err)
-	fresh := newHarness(t, configFrom(t, map[string]any{"backfill": true}))
+	fresh := newHarness(t, configFrom(t, map[string]any{"backfill": true, "hop_window": "0s"}))
 	require.NoError(t, fresh.proc.ConsumeTraces(context.Background(), buildTraces(t, input)))
 	want := fresh.sink.AllTraces()[0]
 
-	h := newHarness(t, configFrom(t, map[string]any{"backfill": true}))
+	h := newHarness(t, configFrom(t, map[string]any{"backfill": true, "hop_window": "0s"}))
 	for range 3 {
 		require.NoError(t, h.proc.ConsumeTraces(context.Background(), benchTrace(pcommon.TraceID{7}, 20, 30)))
 		require.NoError(t, h.proc.ConsumeTraces(context.Background(), buildTraces(t, input)))

@@ -40,11 +40,11 @@ func TestIdsCutByAttributeLengthLimits(t *testing.T) {
 			td := buildTraces(t, []spanIn{
 				{ID: "send", Service: "orchestrator", Kind: "client", Attrs: map[string]any{
 					attrOperationName: operationInvokeAgent, attrConversationID: req,
-					attrRequestedID: req, attrDelegationID: "d1"}},
+					attrRequestedID: req, attrDelegationID: "d1", attrAnsweredBefore: true}},
 				{ID: "entry", Parent: "send", Service: "specialist", Kind: "server", Attrs: map[string]any{
 					attrConversationID: ans, attrRequestedID: ans}},
 			})
-			h := newHarness(t, configFrom(t, map[string]any{}))
+			h := newHarness(t, configFrom(t, map[string]any{"hop_window": "0s"}))
 			require.NoError(t, h.proc.ConsumeTraces(context.Background(), td))
 			assert.Equal(t, map[string]int{c.want: 1}, countResults(h.sink.AllTraces()[0]))
 		})

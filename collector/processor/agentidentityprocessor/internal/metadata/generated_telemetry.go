@@ -29,6 +29,7 @@ type TelemetryBuilder struct {
 	DuplicateDeliveries metric.Int64Counter
 	DuplicateExecutions metric.Int64Counter
 	DuplicateVerdicts   metric.Int64Counter
+	Evictions           metric.Int64Counter
 	Hops                metric.Int64Counter
 	LostResponses       metric.Int64Counter
 	Mismatches          metric.Int64Counter
@@ -83,6 +84,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		metric.WithUnit("{span}"),
 	)
 	errs = errors.Join(errs, err)
+	builder.Evictions, err = builder.meter.Int64Counter(
+		"agent_identity.evictions",
+		metric.WithDescription("Items a bounded memory of the join gave up (max_held_spans, context_slots, delegation_slots, task_slots). [Alpha]"),
+		metric.WithUnit("{item}"),
+	)
+	errs = errors.Join(errs, err)
 	builder.Hops, err = builder.meter.Int64Counter(
 		"agent_identity.hops",
 		metric.WithDescription("Cross-service hops checked, by result. [Alpha]"),
@@ -109,7 +116,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	errs = errors.Join(errs, err)
 	builder.Unresolved, err = builder.meter.Int64Counter(
 		"agent_identity.unresolved",
-		metric.WithDescription("Spans whose parent is missing, ambiguous, cyclic or in another fragment. [Alpha]"),
+		metric.WithDescription("Spans whose parent never arrived within the hop window (once per such span, the top of what arrived), is ambiguous or cyclic, or has no usable service.name. [Alpha]"),
 		metric.WithUnit("{span}"),
 	)
 	errs = errors.Join(errs, err)

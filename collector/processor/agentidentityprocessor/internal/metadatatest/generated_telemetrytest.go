@@ -69,6 +69,22 @@ func AssertEqualDuplicateVerdicts(t *testing.T, tt *componenttest.Telemetry, dps
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }
 
+func AssertEqualEvictions(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "agent_identity.evictions",
+		Description: "Items a bounded memory of the join gave up (max_held_spans, context_slots, delegation_slots, task_slots). [Alpha]",
+		Unit:        "{item}",
+		Data: metricdata.Sum[int64]{
+			Temporality: metricdata.CumulativeTemporality,
+			IsMonotonic: true,
+			DataPoints:  dps,
+		},
+	}
+	got, err := tt.GetMetric("agent_identity.evictions")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
 func AssertEqualHops(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "agent_identity.hops",
@@ -136,7 +152,7 @@ func AssertEqualNoCallee(t *testing.T, tt *componenttest.Telemetry, dps []metric
 func AssertEqualUnresolved(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "agent_identity.unresolved",
-		Description: "Spans whose parent is missing, ambiguous, cyclic or in another fragment. [Alpha]",
+		Description: "Spans whose parent never arrived within the hop window (once per such span, the top of what arrived), is ambiguous or cyclic, or has no usable service.name. [Alpha]",
 		Unit:        "{span}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,

@@ -22,6 +22,7 @@ func TestSetupTelemetry(t *testing.T) {
 	tb.DuplicateDeliveries.Add(context.Background(), 1)
 	tb.DuplicateExecutions.Add(context.Background(), 1)
 	tb.DuplicateVerdicts.Add(context.Background(), 1)
+	tb.Evictions.Add(context.Background(), 1)
 	tb.Hops.Add(context.Background(), 1)
 	tb.LostResponses.Add(context.Background(), 1)
 	tb.Mismatches.Add(context.Background(), 1)
@@ -34,6 +35,9 @@ func TestSetupTelemetry(t *testing.T) {
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualDuplicateVerdicts(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualEvictions(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualHops(t, testTel,

@@ -1,0 +1,150 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package agentidentityprocessor // import "github.com/otel-agent-identity/otel-agent-identity/collector/processor/agentidentityprocessor"
+
+import (
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/ptrace"
+)
+
+// complete reports whether a held trace has every part its hops need, so it
+// can be judged now rather than at the end of the hop window:
+//   - every span's parent is in (no span waits for its parent: the caller
+//     side of a hop, or a same-service ancestor the analysis walks);
+//   - every requesting span has a callee below it (no_callee only once the
+//     window passed);
+//   - below every hop whose send was answered SUBMITTED/WORKING (a
+//     long-running task), the callee's agent span is in;
+//   - every cancelled or failed send of a long-running task was followed up
+//     to an answer (else, at the window's end, its response is lost);
+//   - below every hop a rule requires, the callee's agent span is in, or the
+//     entry span declares `resumed`, or the trace was held agent_wait (a
+//     callee without an agent span of its own: a plain a2a-sdk executor);
+//   - the trace has a hop, or was held agent_wait (a trace of one service).
+//
+// A trace is usually complete when its last span arrives: a span ends after
+// its children, a synchronous request after the callee's entry span, so the
+// root comes last from the caller's process and each callee entry span with
+// its agent spans from the callee's.
+func (p *identityProcessor) complete(td ptrace.Traces, age time.Duration) bool {
+	sc := getScratch()
+	defer sc.release()
+	groups := groupByTrace(td, sc)
+	if len(groups) != 1 {
+		return true // not one trace (never from the join): judge as it is
+	}
+	spans := groups[0]
+	tr := &traceAnalysis{traceIndex: buildIndex(spans, sc)}
+	for i := range spans {
+		if tr.parent[i] == parentMissing && (tr.ambiguous == nil || !tr.ambiguous[i]) {
+			return false
+		}
+	}
+	if p.checksNoCallee {
+		foreign := tr.foreignBelow()
+		for _, i := range tr.order {
+			s := spans[i]
+			if !foreign[i] && s.service != "" && (tr.ambiguous == nil || !tr.ambiguous[i]) &&
+				!tr.isEntry(i) && p.isRequestingSpan(s) {
+				return false
+			}
+		}
+	}
+	waitAgent := age < p.joiner.agentWait
+	hops := false
+	for _, c := range tr.order {
+		if !tr.isEntry(c) {
+			continue
+		}
+		hops = true
+		par := tr.parent[c]
+		if p.awaitsCallee(tr, par, c) || (waitAgent && p.awaitsAgent(tr, par, c)) {
+			return false
+		}
+	}
+	// No hop yet: a root span that arrived first (a span exported before its
+	// children, e.g. one ended early, or a caller whose callee is slower)
+	// waits agent_wait for parts below it.
+	return hops || !waitAgent
+}
+
+// awaitsAgent reports whether required hop par -> c has no serving agent span
+// below c yet, and c does not declare resumed itself.
+func (p *identityProcessor) awaitsAgent(tr *traceAnalysis, par, c int32) bool {
+	if _, declared := boolAttr(tr.spans[c].span, attrResumed); declared || tr.firstBelow(c, tr.isAgent) >= 0 {
+		return false
+	}
+	return p.requires(tr, par, c)
+}
+
+// requires reports whether a rule requires hop par -> c.
+func (p *identityProcessor) requires(tr *traceAnalysis, par, c int32) bool {
+	caller, callee := tr.spans[par].service, tr.spans[c].service
+	for k := range p.rules {
+		r := &p.rules[k]
+		if (r.caller != "" && r.caller != caller) || (r.callee != "" && r.callee != callee) {
+			continue
+		}
+		for i := par; i >= 0 && tr.spans[i].service == caller; i = tr.parent[i] {
+			if r.matches(tr.spans[i].span) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// isEntry reports whether i is a callee entry span: its parent is in another
+// (named) service.
+func (tr *traceAnalysis) isEntry(i int32) bool {
+	par := tr.parent[i]
+	return par >= 0 && tr.spans[par].service != "" && tr.spans[i].service != "" &&
+		tr.spans[par].service != tr.spans[i].service
+}
+
+// awaitsCallee reports whether hop par -> c waits for a part of a
+// long-running task: the send (the nearest CLIENT span at or above par in the
+// caller's service that recorded a task state) was answered SUBMITTED or
+// WORKING, and the callee's agent span is not in yet, or the send failed or
+// was cancelled and no follow-up of its task (poll, subscription) brought an
+// answer yet.
+func (p *identityProcessor) awaitsCallee(tr *traceAnalysis, par, c int32) bool {
+	send := tr.taskSend(par)
+	if send < 0 {
+		return false
+	}
+	s := tr.spans[send].span
+	if !pendingState(strAttr(s, attrTaskState)) {
+		return false
+	}
+	if tr.firstBelow(c, tr.isAgent) < 0 {
+		return true
+	}
+	return (s.Status().Code() == ptrace.StatusCodeError || sendCancelled(s)) &&
+		!p.followedUp(tr.spans[send].service, strAttr(s, attrTaskID))
+}
+
+// taskSend returns the nearest CLIENT span at or above par, in par's
+// service up to the invoke_agent send, that carries a2a.task.state; -1 when
+// none does.
+func (tr *traceAnalysis) taskSend(par int32) int32 {
+	caller := tr.spans[par].service
+	for i := par; i >= 0 && tr.spans[i].service == caller; i = tr.parent[i] {
+		s := tr.spans[i].span
+		if s.Kind() != ptrace.SpanKindClient {
+			continue
+		}
+		if strAttr(s, attrTaskState) != "" {
+			return i
+		}
+		if strAttr(s, attrOperationName) == operationInvokeAgent {
+			return -1
+		}
+	}
+	return -1
+}
+
+func pendingState(state string) bool {
+	return state == taskStateSubmitted || state == taskStateWorking
+}

@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package agentidentityprocessor // import "github.com/otel-agent-identity/otel-agent-identity/collector/processor/agentidentityprocessor"
+
+import (
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/otel-agent-identity/otel-agent-identity/collector/processor/agentidentityprocessor/internal/recall"
+)
+
+// What a verdict learns from other traces (internal/recall): the contexts a
+// callee answered in (a request in a context nobody answered in yet is a
+// first turn, whoever named the context), the first execution of each
+// delegation (a second one, in any trace or caller process, is a duplicate)
+// and the long-running tasks a caller followed up (a cancelled send whose task
+// was polled to an answer lost nothing).
+
+// firstInContext reports whether hop h (requested != "") is the first request
+// in its context: the requesting span does not say
+// agent_identity.conversation.answered_before=true, and the callee's service
+// never answered in that context, as far as the memory knows, on another
+// entry span than this one (a trace judged again finds its own entry).
+func (p *identityProcessor) firstInContext(tr *traceAnalysis, h *hop) bool {
+	if before, _ := boolAttr(tr.spans[h.from].span, attrAnsweredBefore); before {
+		return false
+	}
+	v, held := p.mem.contexts.Get(contextKey(tr.spans[h.c].service, h.requested))
+	return !held || v == entryValue(tr.spans[h.c].span)
+}
+
+// noteAnswered remembers that the callee of hop h answered in its context
+// (its entry span did not fail).
+func (p *identityProcessor) noteAnswered(tr *traceAnalysis, h *hop, t *tally) {
+	c := tr.spans[h.c]
+	if h.answered == "" || c.span.Status().Code() == ptrace.StatusCodeError {
+		return
+	}
+	if _, _, evicted := p.mem.contexts.PutIfAbsent(contextKey(c.service, h.answered), entryValue(c.span)); evicted {
+		bump(&t.evictions, storeContexts)
+	}
+}
+
+func contextKey(callee, ctx string) recall.Key { return recall.KeyOf(callee, ctx) }
+
+// entryValue identifies an entry span (trace and span id) in a slot.
+func entryValue(s ptrace.Span) recall.Value {
+	tid, sid := s.TraceID(), s.SpanID()
+	return recall.ValueOf(string(tid[:]) + string(sid[:]))
+}
+
+// markDuplicatesAcrossTraces flags an entry span whose execution is not the
+// first one the memory knows for its (caller service, delegation id, callee
+// service): a retry from another trace or caller process executed again. An
+// entry span already marked a duplicate (within its trace, or by the serving
+// process) was counted; a trace judged again finds the same first execution.
+func (p *identityProcessor) markDuplicatesAcrossTraces(tr *traceAnalysis, t *tally) {
+	for key, hops := range tr.deleg {
+		sortByStart(hops)
+		k := recall.KeyOf(key.caller, key.id, key.callee)
+		for _, h := range hops {
+			first, _, evicted := p.mem.delegations.PutIfAbsent(k, recall.ValueOf(h.execution))
+			if evicted {
+				bump(&t.evictions, storeDelegations)
+			}
+			if first == recall.ValueOf(h.execution) {
+				continue
+			}
+			attrs := tr.spans[h.entry].span.Attributes()
+			if v, ok := attrs.Get(attrDelegationDuplicate); ok && v.Type() == pcommon.ValueTypeBool && v.Bool() {
+				continue
+			}
+			attrs.PutBool(attrDelegationDuplicate, true)
+			bump(&t.duplicates, pairKey{caller: key.caller, callee: key.callee})
+		}
+	}
+}
+
+// noteFollowUps remembers every CLIENT span of td that received an answer
+// for an A2A task (a2a.task.id with a state other than submitted or working:
+// a poll, a subscription or the send itself), by its service and task id.
+func (p *identityProcessor) noteFollowUps(td ptrace.Traces) {
+	for _, rs := range td.ResourceSpans().All() {
+		var svc string
+		for _, ss := range rs.ScopeSpans().All() {
+			for _, s := range ss.Spans().All() {
+				if s.Kind() != ptrace.SpanKindClient {
+					continue
+				}
+				state, task := strAttr(s, attrTaskState), strAttr(s, attrTaskID)
+				if state == "" || task == "" || pendingState(state) {
+					continue
+				}
+				if svc == "" {
+					svc = serviceName(rs.Resource())
+				}
+				p.mem.tasks.PutIfAbsent(recall.KeyOf(svc, task), recall.ValueOf(state))
+			}
+		}
+	}
+}
+
+// followedUp reports whether a CLIENT span of caller received an answer for
+// task.
+func (p *identityProcessor) followedUp(caller, task string) bool {
+	if task == "" {
+		return false
+	}
+	_, held := p.mem.tasks.Get(recall.KeyOf(caller, task))
+	return held
+}

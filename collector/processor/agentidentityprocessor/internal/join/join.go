@@ -1,0 +1,220 @@
+// SPDX-License-Identifier: Apache-2.0
+
+// Package join holds the fragments of a trace until the hops in it can be
+// judged: the processor asks, at every arrival, whether the merged trace is
+// complete (Ready); a trace that never becomes complete is given up on after
+// the hop window, and the oldest ones when the held spans exceed the bound.
+// Every span handed to Add comes out exactly once (Add's, Expired's, Recheck's
+// or Drain's result), as one ptrace.Traces per trace. Like tail_sampling's
+// decision wait and groupbytrace, it keeps the spans themselves, in memory.
+package join // import "github.com/otel-agent-identity/otel-agent-identity/collector/processor/agentidentityprocessor/internal/join"
+
+import (
+	"container/list"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+)
+
+// Reason says why a held trace left.
+type Reason int
+
+const (
+	// Complete: Ready said every hop of the trace has its parts.
+	Complete Reason = iota
+	// Expired: the hop window passed since the trace's first fragment.
+	Expired
+	// Evicted: the held spans exceeded MaxSpans; the oldest trace left early.
+	Evicted
+	// Drained: the processor is shutting down.
+	Drained
+)
+
+// Released is one trace leaving the join.
+type Released struct {
+	Traces ptrace.Traces
+	Reason Reason
+	// Held is how long the trace was held (first fragment to release).
+	Held time.Duration
+}
+
+// Ready reports whether a held trace is complete; age is how long it has been
+// held. It runs under the store's lock (one trace at a time) and must not
+// keep td.
+type Ready func(td ptrace.Traces, age time.Duration) bool
+
+// Store is the set of held traces, safe for concurrent use.
+type Store struct {
+	window   time.Duration
+	maxSpans int
+	ready    Ready
+
+	mu     sync.Mutex
+	traces map[pcommon.TraceID]*held
+	// age lists the held traces oldest first (expiry and eviction order)
+	age   list.List
+	spans int
+}
+
+type held struct {
+	tid   pcommon.TraceID
+	td    ptrace.Traces
+	first time.Time
+	spans int
+	elem  *list.Element
+}
+
+// New returns a store that holds a trace at most window after its first
+// fragment and at most maxSpans spans in all (0: no bound).
+func New(window time.Duration, maxSpans int, ready Ready) *Store {
+	return &Store{window: window, maxSpans: maxSpans, ready: ready, traces: map[pcommon.TraceID]*held{}}
+}
+
+// Add merges the fragment frag of trace tid (every span of frag has that
+// trace id; frag is taken over) into what is held for it. It returns the
+// trace when it is now complete, and the traces evicted to keep the bound.
+func (s *Store) Add(tid pcommon.TraceID, frag ptrace.Traces, now time.Time) []Released {
+	n := frag.SpanCount()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h := s.traces[tid]
+	if h == nil {
+		h = &held{tid: tid, td: frag, first: now, spans: n}
+		h.elem = s.age.PushBack(h)
+		s.traces[tid] = h
+	} else {
+		frag.ResourceSpans().MoveAndAppendTo(h.td.ResourceSpans())
+		h.spans += n
+	}
+	s.spans += n
+	var out []Released
+	if s.ready(h.td, now.Sub(h.first)) {
+		out = append(out, s.remove(h, Complete, now))
+	}
+	for s.maxSpans > 0 && s.spans > s.maxSpans && s.age.Len() > 0 {
+		out = append(out, s.remove(s.age.Front().Value.(*held), Evicted, now))
+	}
+	return out
+}
+
+// Expired releases the traces held for the window or longer.
+func (s *Store) Expired(now time.Time) []Released {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Released
+	for e := s.age.Front(); e != nil; e = s.age.Front() {
+		h := e.Value.(*held)
+		if now.Sub(h.first) < s.window {
+			break
+		}
+		out = append(out, s.remove(h, Expired, now))
+	}
+	return out
+}
+
+// Recheck asks Ready again of every held trace (one may wait for something
+// another trace brings, e.g. a long-running task's follow-up, or for a time
+// to pass) and releases the complete ones.
+func (s *Store) Recheck(now time.Time) []Released {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Released
+	for e := s.age.Front(); e != nil; {
+		h := e.Value.(*held)
+		e = e.Next()
+		if s.ready(h.td, now.Sub(h.first)) {
+			out = append(out, s.remove(h, Complete, now))
+		}
+	}
+	return out
+}
+
+// Drain releases everything held.
+func (s *Store) Drain(now time.Time) []Released {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Released
+	for e := s.age.Front(); e != nil; e = s.age.Front() {
+		out = append(out, s.remove(e.Value.(*held), Drained, now))
+	}
+	return out
+}
+
+// Len returns the number of held traces and spans.
+func (s *Store) Len() (traces, spans int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.traces), s.spans
+}
+
+func (s *Store) remove(h *held, why Reason, now time.Time) Released {
+	s.age.Remove(h.elem)
+	delete(s.traces, h.tid)
+	s.spans -= h.spans
+	return Released{Traces: h.td, Reason: why, Held: now.Sub(h.first)}
+}
+
+// Split returns td's spans as one ptrace.Traces per trace id, in order of
+// first appearance. A batch of one trace (the common case behind
+// groupbytrace) is returned as it is, without a copy.
+func Split(td ptrace.Traces) ([]pcommon.TraceID, []ptrace.Traces) {
+	var first pcommon.TraceID
+	found, multi := false, false
+	for _, rs := range td.ResourceSpans().All() {
+		for _, ss := range rs.ScopeSpans().All() {
+			for _, span := range ss.Spans().All() {
+				if !found {
+					first, found = span.TraceID(), true
+				} else if span.TraceID() != first {
+					multi = true
+				}
+			}
+		}
+	}
+	if !found {
+		return nil, nil
+	}
+	if !multi {
+		return []pcommon.TraceID{first}, []ptrace.Traces{td}
+	}
+	return splitCopy(td)
+}
+
+// splitCopy copies each trace's spans, with their resource and scope, into a
+// ptrace.Traces of its own.
+func splitCopy(td ptrace.Traces) ([]pcommon.TraceID, []ptrace.Traces) {
+	var ids []pcommon.TraceID
+	var out []ptrace.Traces
+	idx := map[pcommon.TraceID]int{}
+	for _, rs := range td.ResourceSpans().All() {
+		for _, ss := range rs.ScopeSpans().All() {
+			// per trace, the scope copy in the trace's output
+			scopes := map[pcommon.TraceID]ptrace.SpanSlice{}
+			for _, span := range ss.Spans().All() {
+				tid := span.TraceID()
+				dst, ok := scopes[tid]
+				if !ok {
+					i, seen := idx[tid]
+					if !seen {
+						i = len(out)
+						idx[tid] = i
+						ids = append(ids, tid)
+						out = append(out, ptrace.NewTraces())
+					}
+					nrs := out[i].ResourceSpans().AppendEmpty()
+					rs.Resource().CopyTo(nrs.Resource())
+					nrs.SetSchemaUrl(rs.SchemaUrl())
+					nss := nrs.ScopeSpans().AppendEmpty()
+					ss.Scope().CopyTo(nss.Scope())
+					nss.SetSchemaUrl(ss.SchemaUrl())
+					dst = nss.Spans()
+					scopes[tid] = dst
+				}
+				span.CopyTo(dst.AppendEmpty())
+			}
+		}
+	}
+	return ids, out
+}

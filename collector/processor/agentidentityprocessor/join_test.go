@@ -1,0 +1,187 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package agentidentityprocessor
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+)
+
+// hopParts is one hop of trace `trace`, in the four parts that reach the
+// collector separately on real traffic (each process exports what ended):
+// the caller's root agent span, its A2A send, the callee's entry span, and
+// the callee's agent span with its chat span. The callee forgot (resumed=false)
+// a context the caller had been answered in before: state_not_resumed.
+func hopParts(trace string) [][]spanIn {
+	return [][]spanIn{
+		{{Trace: trace, ID: trace + "root", Service: "orchestrator", Kind: "internal",
+			Attrs: map[string]any{attrOperationName: operationInvokeAgent, attrConversationID: "conv-O"}}},
+		{{Trace: trace, ID: trace + "send", Parent: trace + "root", Service: "orchestrator", Kind: "client",
+			Attrs: map[string]any{attrOperationName: operationInvokeAgent, attrConversationID: "ctx-" + trace,
+				attrRequestedID: "ctx-" + trace, attrDelegationID: "d-" + trace, attrAnsweredBefore: true}}},
+		{{Trace: trace, ID: trace + "entry", Parent: trace + "send", Service: "specialist", Kind: "server",
+			Attrs: map[string]any{attrConversationID: "ctx-" + trace}}},
+		{{Trace: trace, ID: trace + "agent", Parent: trace + "entry", Service: "specialist", Kind: "internal",
+			Attrs: map[string]any{attrOperationName: operationInvokeAgent, attrAgentName: "specialist",
+				attrConversationID: "ctx-" + trace, attrResumed: false, attrExecutionID: "e-" + trace}},
+			{Trace: trace, ID: trace + "chat", Parent: trace + "agent", Service: "specialist", Kind: "client",
+				Attrs: map[string]any{attrOperationName: "chat"}}},
+	}
+}
+
+func permutations(n int) [][]int {
+	if n == 1 {
+		return [][]int{{0}}
+	}
+	var out [][]int
+	for _, p := range permutations(n - 1) {
+		for i := 0; i <= len(p); i++ {
+			q := append(append(append([]int{}, p[:i]...), n-1), p[i:]...)
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
+const (
+	forgotten  = "agent_identity.mismatches{callee_agent=specialist,callee_service=specialist,caller_service=orchestrator,reason=state_not_resumed}"
+	hopsForgot = "agent_identity.hops{callee_agent=specialist,callee_service=specialist,caller_service=orchestrator,result=state_not_resumed}"
+)
+
+// A hop's parts in separate ConsumeTraces calls, in every order: nothing
+// leaves before the last part arrives, then the whole trace leaves once,
+// judged (the forgotten state flagged), nothing unresolved, no no_callee.
+func TestJoinPartsInEveryOrder(t *testing.T) {
+	for _, order := range permutations(4) {
+		t.Run(fmt.Sprint(order), func(t *testing.T) {
+			h := newHarness(t, configFrom(t, nil))
+			parts := hopParts("t1")
+			for k, i := range order {
+				require.NoError(t, h.proc.ConsumeTraces(context.Background(), buildTraces(t, parts[i])))
+				if k < len(order)-1 {
+					require.Empty(t, h.sink.AllTraces(), "held until its last part")
+				}
+			}
+			require.Len(t, h.sink.AllTraces(), 1)
+			out := h.sink.AllTraces()[0]
+			assert.Equal(t, 5, out.SpanCount())
+			assert.Equal(t, map[string]int{resultStateNotResumed: 1}, countResults(out))
+			m := h.metrics(t)
+			assert.Equal(t, int64(1), m[forgotten])
+			assert.Equal(t, int64(1), m[hopsForgot])
+			for k := range m {
+				assert.NotContains(t, k, "unresolved")
+				assert.NotContains(t, k, "no_callee")
+			}
+		})
+	}
+}
+
+// startedHarness is a harness whose processor runs (its window goroutine).
+func startedHarness(t *testing.T, raw map[string]any) *harness {
+	h := newHarness(t, configFrom(t, raw))
+	require.NoError(t, h.proc.Start(context.Background(), componenttest.NewNopHost()))
+	return h
+}
+
+// When the window ends, what is held leaves judged with what it has: a send
+// whose callee never arrived is no_callee, a callee whose caller never arrived
+// is unresolved, each counted once (not per span).
+func TestJoinWindowExpiry(t *testing.T) {
+	h := startedHarness(t, map[string]any{"hop_window": "300ms"})
+	caller := hopParts("t1")
+	callee := hopParts("t2")
+	require.NoError(t, h.proc.ConsumeTraces(context.Background(), buildTraces(t, append(caller[0], caller[1]...))))
+	require.NoError(t, h.proc.ConsumeTraces(context.Background(), buildTraces(t, append(callee[2], callee[3]...))))
+	assert.Empty(t, h.sink.AllTraces())
+	require.Eventually(t, func() bool { return h.sink.SpanCount() == 5 }, 5*time.Second, 10*time.Millisecond)
+	m := h.metrics(t)
+	assert.Equal(t, int64(1), m["agent_identity.no_callee{callee_agent=,caller_service=orchestrator,caller_status=ok}"])
+	assert.Equal(t, int64(1), m["agent_identity.unresolved{callee_service=specialist}"], "once per hop, not per span")
+}
+
+// Above max_held_spans the oldest held trace leaves early (judged with what it
+// has) and is counted in agent_identity_evictions{store=held_traces}.
+func TestJoinEviction(t *testing.T) {
+	h := newHarness(t, configFrom(t, map[string]any{"max_held_spans": 3}))
+	for _, tr := range []string{"t1", "t2", "t3"} {
+		require.NoError(t, h.proc.ConsumeTraces(context.Background(), buildTraces(t, hopParts(tr)[1]))) // a send alone: held
+	}
+	require.Equal(t, 0, h.sink.SpanCount())
+	require.NoError(t, h.proc.ConsumeTraces(context.Background(), buildTraces(t, hopParts("t4")[1])))
+	assert.Equal(t, 1, h.sink.SpanCount(), "the oldest left")
+	assert.Equal(t, int64(1), h.metrics(t)["agent_identity.evictions{store=held_traces}"])
+	require.NoError(t, h.proc.Shutdown(context.Background()))
+	assert.Equal(t, 4, h.sink.SpanCount(), "every span that enters leaves, at Shutdown the held ones")
+}
+
+// A collector restart with `storage` remembers the contexts answered and the
+// delegations executed: turn 2 of a context answered before the restart, from
+// a restarted caller (answered_before=false), is still compared (forgotten:
+// flagged), and a retry of a delegation executed before the restart is a
+// duplicate. The memories live in a real file_storage.
+func TestJoinRestartWithStorage(t *testing.T) {
+	dir := t.TempDir()
+	run := func(traces ...ptrace.Traces) map[string]int64 {
+		id, ext := startFileStorage(t, dir)
+		defer func() { require.NoError(t, ext.Shutdown(context.Background())) }()
+		cfg := configFrom(t, map[string]any{"agent_wait": "0s"})
+		cfg.Storage = &id
+		h := newHarness(t, cfg)
+		require.NoError(t, h.proc.Start(context.Background(), storageHost{exts: map[component.ID]component.Component{id: ext}}))
+		for _, td := range traces {
+			require.NoError(t, h.proc.ConsumeTraces(context.Background(), td))
+		}
+		require.NoError(t, h.proc.Shutdown(context.Background()))
+		return h.metrics(t)
+	}
+	turn := func(trace, exec string, answeredBefore bool) ptrace.Traces {
+		return buildTraces(t, []spanIn{
+			{Trace: trace, ID: trace + "send", Service: "orchestrator", Kind: "client", Attrs: map[string]any{
+				attrOperationName: operationInvokeAgent, attrConversationID: "ctx-1", attrRequestedID: "ctx-1",
+				attrDelegationID: "del-" + trace[:2], attrAnsweredBefore: answeredBefore}},
+			{Trace: trace, ID: trace + "entry", Parent: trace + "send", Service: "specialist", Kind: "server",
+				Attrs: map[string]any{attrConversationID: "ctx-1"}},
+			{Trace: trace, ID: trace + "agent", Parent: trace + "entry", Service: "specialist", Kind: "internal",
+				Attrs: map[string]any{attrOperationName: operationInvokeAgent, attrAgentName: "specialist",
+					attrConversationID: "ctx-1", attrResumed: false, attrExecutionID: exec}},
+		})
+	}
+	first := run(turn("t1", "e1", false))
+	assert.Equal(t, int64(1), first["agent_identity.hops{callee_agent=specialist,callee_service=specialist,caller_service=orchestrator,result=first_turn}"])
+	// t2: turn 2 after both restarted; t1b: the same delegation (del-t1) retried, executed again
+	second := run(turn("t2", "e2", false), turn("t1b", "e3", false))
+	assert.Equal(t, int64(2), second[hopsForgot], "the context was answered before the restart")
+	assert.Equal(t, int64(1), second["agent_identity.duplicate_executions{callee_service=specialist,caller_service=orchestrator}"])
+}
+
+// Concurrent calls, each trace's parts from several goroutines: every span
+// leaves once and every hop is judged once (run with -race).
+func TestJoinConcurrent(t *testing.T) {
+	h := newHarness(t, configFrom(t, nil))
+	const traces = 40
+	var wg sync.WaitGroup
+	for i := range traces {
+		parts := hopParts(fmt.Sprintf("c%02d", i))
+		for k := range parts {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				assert.NoError(t, h.proc.ConsumeTraces(context.Background(), buildTraces(t, parts[(k+i)%len(parts)])))
+			}()
+		}
+	}
+	wg.Wait()
+	assert.Equal(t, 5*traces, h.sink.SpanCount())
+	m := h.metrics(t)
+	assert.Equal(t, int64(traces), m[forgotten])
+}
