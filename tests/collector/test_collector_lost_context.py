@@ -19,7 +19,8 @@ CLIENT = 3  # OTLP span kind
 
 
 def test_lost_traceparent_is_counted_as_no_callee(tmp_path):
-    collector = cs.start_collector("single-node.yaml", tmp_path)
+    # no_callee is given once the hop window ended without a callee: shortened from 5m
+    collector = cs.start_collector("single-node.yaml", tmp_path, HOP_WINDOW="4s")
     try:
         lost = cs.send_trace(
             collector.endpoint,

@@ -5,6 +5,7 @@ package agentidentityprocessor // import "github.com/otel-agent-identity/otel-ag
 import (
 	"time"
 
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 )
 
@@ -27,7 +28,7 @@ import (
 // its children, a synchronous request after the callee's entry span, so the
 // root comes last from the caller's process and each callee entry span with
 // its agent spans from the callee's.
-func (p *identityProcessor) complete(td ptrace.Traces, age time.Duration) bool {
+func (p *identityProcessor) complete(td ptrace.Traces, age time.Duration, earlier map[pcommon.SpanID]string) bool {
 	sc := getScratch()
 	defer sc.release()
 	groups := groupByTrace(td, sc)
@@ -36,9 +37,14 @@ func (p *identityProcessor) complete(td ptrace.Traces, age time.Duration) bool {
 	}
 	spans := groups[0]
 	tr := &traceAnalysis{traceIndex: buildIndex(spans, sc)}
-	for i := range spans {
+	hops := false // a cross-service hop is in (the trace has a callee part)
+	for i, s := range spans {
 		if tr.parent[i] == parentMissing && (tr.ambiguous == nil || !tr.ambiguous[i]) {
-			return false
+			caller, gone := earlier[s.span.ParentSpanID()]
+			if !gone {
+				return false
+			}
+			hops = hops || caller != s.service // a late callee part of a judged trace
 		}
 	}
 	if p.checksNoCallee {
@@ -52,7 +58,6 @@ func (p *identityProcessor) complete(td ptrace.Traces, age time.Duration) bool {
 		}
 	}
 	waitAgent := age < p.joiner.agentWait
-	hops := false
 	for _, c := range tr.order {
 		if !tr.isEntry(c) {
 			continue
@@ -147,4 +152,24 @@ func (tr *traceAnalysis) taskSend(par int32) int32 {
 
 func pendingState(state string) bool {
 	return state == taskStateSubmitted || state == taskStateWorking
+}
+
+// lateHop handles span c whose parent left the join before (its trace was
+// judged complete, then this part arrived): in the same service it is no hop
+// (nothing to mark); in another, a hop whose caller side is gone: recorded
+// `not_required` (a hop a rule requires from a requesting span would have
+// kept the trace waiting for its callee). False when c's parent is unknown.
+func (tr *traceAnalysis) lateHop(c int32, t *tally) bool {
+	s := tr.spans[c]
+	caller, ok := tr.sc.earlier[s.span.ParentSpanID()]
+	if !ok || caller == "" || s.service == "" {
+		return false
+	}
+	if caller != s.service {
+		attrs := s.span.Attributes()
+		attrs.PutStr(attrHopResult, resultNotRequired)
+		attrs.PutStr(attrHopCallerService, caller)
+		bump(&t.hops, hopKey{caller: caller, callee: s.service, result: resultNotRequired})
+	}
+	return true
 }

@@ -44,6 +44,8 @@ type scratch struct {
 	// keys and marked: processTraceOnce's verdict spans
 	keys   [][24]byte
 	marked []int32
+	// earlier: services of the trace's spans that left the join before
+	earlier map[pcommon.SpanID]string
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
@@ -56,6 +58,7 @@ func (sc *scratch) release() {
 	sc.one[0] = nil
 	clear(sc.ids)
 	sc.index = traceIndex{}
+	sc.earlier = nil
 	sc.tally.reset()
 	scratchPool.Put(sc)
 }

@@ -185,3 +185,47 @@ func TestJoinConcurrent(t *testing.T) {
 	m := h.metrics(t)
 	assert.Equal(t, int64(traces), m[forgotten])
 }
+
+// A part arriving after its trace was judged complete (a slow tool server
+// whose caller's root arrived first) is no orphan: the join remembers the
+// released trace's spans for the window (tail_sampling's decision cache).
+// In another service than its parent it is a hop recorded not_required;
+// nothing is unresolved.
+func TestJoinLatePartOfAJudgedTrace(t *testing.T) {
+	h := newHarness(t, configFrom(t, nil))
+	parts := hopParts("t1")
+	var whole []spanIn
+	for _, p := range parts {
+		whole = append(whole, p...)
+	}
+	whole = append(whole, spanIn{Trace: "t1", ID: "t1http", Parent: "t1root", Service: "orchestrator", Kind: "client"})
+	require.NoError(t, h.proc.ConsumeTraces(context.Background(), buildTraces(t, whole)))
+	require.Len(t, h.sink.AllTraces(), 1, "complete: judged at once")
+	late := []spanIn{
+		{Trace: "t1", ID: "t1tool", Parent: "t1http", Service: "tools", Kind: "server"},
+		{Trace: "t1", ID: "t1tool-db", Parent: "t1tool", Service: "tools", Kind: "client"},
+	}
+	require.NoError(t, h.proc.ConsumeTraces(context.Background(), buildTraces(t, late)))
+	require.Len(t, h.sink.AllTraces(), 2, "the late part leaves at once too")
+	assert.Equal(t, map[string]int{resultNotRequired: 1}, countResults(h.sink.AllTraces()[1]))
+	m := h.metrics(t)
+	assert.Equal(t, int64(1), m["agent_identity.hops{callee_agent=,callee_service=tools,caller_service=orchestrator,result=not_required}"])
+	for k := range m {
+		assert.NotContains(t, k, "unresolved")
+	}
+}
+
+// A batch of several traces (no groupbytrace before) is split by trace id;
+// each trace is joined and judged on its own.
+func TestJoinBatchOfTraces(t *testing.T) {
+	h := newHarness(t, configFrom(t, nil))
+	var batch []spanIn
+	for _, tr := range []string{"t1", "t2"} {
+		for _, p := range hopParts(tr) {
+			batch = append(batch, p...)
+		}
+	}
+	require.NoError(t, h.proc.ConsumeTraces(context.Background(), buildTraces(t, batch)))
+	assert.Equal(t, 10, h.sink.SpanCount())
+	assert.Equal(t, int64(2), h.metrics(t)[forgotten])
+}

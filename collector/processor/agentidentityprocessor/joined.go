@@ -10,7 +10,6 @@ import (
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer"
-	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/processor/processorhelper"
 	"go.uber.org/zap"
@@ -54,7 +53,7 @@ type memories struct {
 
 func newMemories(cfg *Join) memories {
 	open := func(n int) *recall.Table {
-		t, _ := recall.Open(context.Background(), nil, n, nil) // cannot fail without storage
+		t, _ := recall.Open(context.Background(), nil, n, 0, nil) // cannot fail without storage
 		return t
 	}
 	return memories{
@@ -68,14 +67,6 @@ func newMemories(cfg *Join) memories {
 // each), replacing the in-memory ones.
 func (p *identityProcessor) openMemories(ctx context.Context, host component.Host, self component.ID,
 	id component.ID, cfg *Join, logger *zap.Logger) error {
-	ext, ok := host.GetExtensions()[id]
-	if !ok {
-		return errors.New("storage extension \"" + id.String() + "\" not found")
-	}
-	se, ok := ext.(storage.Extension)
-	if !ok {
-		return errors.New("extension \"" + id.String() + "\" is not a storage extension")
-	}
 	var m memories
 	for _, t := range []struct {
 		name string
@@ -86,11 +77,11 @@ func (p *identityProcessor) openMemories(ctx context.Context, host component.Hos
 		{storeDelegations, orDefault(cfg.DelegationSlots, defaultDelegationSlots), &m.delegations},
 		{storeTasks, orDefault(cfg.TaskSlots, defaultTaskSlots), &m.tasks},
 	} {
-		client, err := se.GetClient(ctx, component.KindProcessor, self, t.name)
+		client, err := recall.Client(ctx, host, id, self, t.name)
 		if err != nil {
 			return errors.Join(err, m.close(ctx))
 		}
-		if *t.dst, err = recall.Open(ctx, client, t.n, logger); err != nil {
+		if *t.dst, err = recall.Open(ctx, client, t.n, time.Second, logger); err != nil {
 			return errors.Join(err, client.Close(ctx), m.close(ctx))
 		}
 	}
@@ -107,7 +98,7 @@ func newJoiner(p *identityProcessor, cfg *Join, next consumer.Traces, logger *za
 		return nil
 	}
 	return &joiner{
-		store:     join.New(cfg.HopWindow, cfg.MaxHeldSpans, p.complete),
+		store:     join.New(cfg.HopWindow, cfg.MaxHeldSpans, p.complete, serviceName),
 		next:      next,
 		logger:    logger,
 		tick:      min(cfg.HopWindow/10, time.Second),
@@ -144,7 +135,7 @@ func (p *identityProcessor) judgeReleased(ctx context.Context, rel []join.Releas
 		if r.Reason == join.Evicted {
 			evicted++
 		}
-		p.judge(ctx, r.Traces).ResourceSpans().MoveAndAppendTo(out.ResourceSpans())
+		p.judgeWith(ctx, r.Traces, r.Earlier).ResourceSpans().MoveAndAppendTo(out.ResourceSpans())
 	}
 	if evicted > 0 {
 		p.ins.evicted(ctx, storeHeldTraces, evicted)

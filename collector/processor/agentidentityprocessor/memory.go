@@ -6,12 +6,6 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"fmt"
-	"maps"
-	"slices"
-	"strconv"
-	"strings"
-	"sync"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
@@ -19,6 +13,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
+
+	"github.com/otel-agent-identity/otel-agent-identity/collector/processor/agentidentityprocessor/internal/recall"
 )
 
 // defaultMemorySlots is the default of `memory_slots`.
@@ -55,49 +51,18 @@ func (m *VerdictMemory) validate() error {
 	return nil
 }
 
-// verdictMemory is the open memory of one processor: every slot in memory
-// (read from storage at start), and the slots changed since the last write,
-// written to storage every memoryFlushInterval in one transaction (a storage
-// transaction per trace would cost more than the rest of the pipeline). A
-// SIGKILL loses the last interval's slots: a trace judged in it and sent
-// again is counted again (docs/reliability.md).
-//
-// Storage layout: each write is one record, the interval's changed slots
-// (memoryLogPrefix + sequence number: 4-byte slot index + 24-byte slot, each),
-// appended at the end of the store's key order; one key per slot, updated in
-// place, cost a B-tree update per verdict span and rewrote hundreds of pages
-// per write (3.5 % of tier 2's CPU at its load limit). Once the records hold
-// as many slots as the memory, the write replaces them with one snapshot of
-// every slot (memorySnapshotKey) in the same transaction, so the store stays
-// within about twice the memory's size.
+// verdictMemory is the open memory of one processor: a recall.Table of
+// `memory_slots` slots, each a verdict span's trace and span id, read from
+// storage at start and written behind every memoryFlushInterval in one
+// transaction (a storage transaction per trace would cost more than the rest
+// of the pipeline; the layout is recall's: records of changed slots, then a
+// snapshot). A SIGKILL loses the last interval's slots: a trace judged in it
+// and sent again is counted again (docs/reliability.md).
 type verdictMemory struct {
+	*recall.Table
 	client     storage.Client
 	duplicates metric.Int64Counter // agent_identity.duplicate_verdicts: verdicts given again, not counted again
-	logger     *zap.Logger
-
-	mu      sync.Mutex
-	slots   [][24]byte
-	changed map[uint32]struct{}
-	// seq numbers the next record; logged counts the slots in records since
-	// the snapshot, logKeys their keys (plus keys of an older layout, deleted
-	// with them)
-	seq     uint64
-	logged  int
-	logKeys []string
-	stop    chan struct{}
-	done    chan struct{}
-	closed  sync.Once
 }
-
-// Storage keys of the memory. '/' is not a base-36 digit: the older layout's
-// keys (one per slot, base 36) never collide with them.
-const (
-	memorySnapshotKey = "v2/snapshot"
-	memoryLogPrefix   = "v2/log/"
-	memoryRecordSize  = 4 + 24
-)
-
-func memoryLogKey(seq uint64) string { return fmt.Sprintf("%s%016x", memoryLogPrefix, seq) }
 
 // openMemory opens the storage client of cfg.Storage on host, reads the
 // slots it holds and starts the writer; nil when no storage is configured.
@@ -106,15 +71,7 @@ func openMemory(ctx context.Context, host component.Host, id component.ID, cfg *
 	if cfg.Storage == nil {
 		return nil, nil
 	}
-	ext, ok := host.GetExtensions()[*cfg.Storage]
-	if !ok {
-		return nil, fmt.Errorf("storage extension %q not found", cfg.Storage)
-	}
-	se, ok := ext.(storage.Extension)
-	if !ok {
-		return nil, fmt.Errorf("extension %q is not a storage extension", cfg.Storage)
-	}
-	client, err := se.GetClient(ctx, component.KindProcessor, id, "verdicts")
+	client, err := recall.Client(ctx, host, *cfg.Storage, id, "verdicts")
 	if err != nil {
 		return nil, err
 	}
@@ -122,143 +79,27 @@ func openMemory(ctx context.Context, host component.Host, id component.ID, cfg *
 	if n == 0 {
 		n = defaultMemorySlots
 	}
-	m := &verdictMemory{client: client, duplicates: duplicates, logger: logger, slots: make([][24]byte, n),
-		changed: map[uint32]struct{}{}, stop: make(chan struct{}), done: make(chan struct{})}
-	if err := m.load(ctx); err != nil {
+	t, err := recall.Open(ctx, client, n, memoryFlushInterval, logger)
+	if err != nil {
 		return nil, errors.Join(err, client.Close(ctx))
 	}
-	go m.writer()
-	return m, nil
-}
-
-// load reads the memory: the older layout's slots, then the snapshot, then
-// the records in sequence order.
-func (m *verdictMemory) load(ctx context.Context) error {
-	w, ok := m.client.(storage.Walker)
-	if !ok {
-		return nil
-	}
-	var snapshot []byte
-	records := map[string][]byte{}
-	err := w.Walk(ctx, func(key string, value []byte) ([]*storage.Operation, error) {
-		switch {
-		case key == memorySnapshotKey:
-			snapshot = slices.Clone(value)
-		case strings.HasPrefix(key, memoryLogPrefix):
-			records[key] = slices.Clone(value)
-		default:
-			if i, err := strconv.ParseUint(key, 36, 32); err == nil {
-				if int(i) < len(m.slots) && len(value) == 24 {
-					copy(m.slots[i][:], value)
-				}
-				m.logKeys = append(m.logKeys, key)
-			}
-		}
-		return nil, nil
-	})
-	if err != nil {
-		return err
-	}
-	for i := 0; i < len(m.slots) && (i+1)*24 <= len(snapshot); i++ {
-		copy(m.slots[i][:], snapshot[i*24:])
-	}
-	keys := slices.Sorted(maps.Keys(records)) // fixed-width hex: key order is sequence order
-	for _, key := range keys {
-		rec := records[key]
-		for ; len(rec) >= memoryRecordSize; rec = rec[memoryRecordSize:] {
-			if i := binary.LittleEndian.Uint32(rec); int(i) < len(m.slots) {
-				copy(m.slots[i][:], rec[4:memoryRecordSize])
-			}
-			m.logged++
-		}
-		if seq, err := strconv.ParseUint(key[len(memoryLogPrefix):], 16, 64); err == nil && seq >= m.seq {
-			m.seq = seq + 1
-		}
-	}
-	m.logKeys = append(m.logKeys, keys...)
-	return nil
-}
-
-func (m *verdictMemory) writer() {
-	defer close(m.done)
-	tick := time.NewTicker(memoryFlushInterval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-tick.C:
-			m.flush()
-		case <-m.stop:
-			m.flush()
-			return
-		}
-	}
-}
-
-// flush writes the changed slots in one storage transaction: one record, or
-// the snapshot replacing every record. Only the writer goroutine calls it, so
-// the transactions land in the order they were built.
-func (m *verdictMemory) flush() {
-	m.mu.Lock()
-	if len(m.changed) == 0 {
-		m.mu.Unlock()
-		return
-	}
-	var ops []*storage.Operation
-	if m.logged+len(m.changed) > len(m.slots) {
-		snapshot := make([]byte, 0, 24*len(m.slots))
-		for _, v := range m.slots {
-			snapshot = append(snapshot, v[:]...)
-		}
-		ops = make([]*storage.Operation, 0, len(m.logKeys)+1)
-		ops = append(ops, storage.SetOperation(memorySnapshotKey, snapshot))
-		for _, k := range m.logKeys {
-			ops = append(ops, storage.DeleteOperation(k))
-		}
-		m.logKeys, m.logged = m.logKeys[:0], 0
-	} else {
-		rec := make([]byte, 0, memoryRecordSize*len(m.changed))
-		for i := range m.changed {
-			rec = binary.LittleEndian.AppendUint32(rec, i)
-			rec = append(rec, m.slots[i][:]...)
-		}
-		key := memoryLogKey(m.seq)
-		m.seq++
-		m.logged += len(m.changed)
-		m.logKeys = append(m.logKeys, key)
-		ops = []*storage.Operation{storage.SetOperation(key, rec)}
-	}
-	clear(m.changed)
-	m.mu.Unlock()
-	if err := m.client.Batch(context.Background(), ops...); err != nil {
-		m.logger.Warn("verdict memory not written", zap.Error(err))
-	}
+	return &verdictMemory{Table: t, client: client, duplicates: duplicates}, nil
 }
 
 func (m *verdictMemory) close(ctx context.Context) error {
 	if m == nil {
 		return nil
 	}
-	var err error
-	m.closed.Do(func() {
-		close(m.stop)
-		<-m.done
-		err = m.client.Close(ctx)
-	})
-	return err
+	return m.Close(ctx)
 }
 
 // seenAll records keys (trace id + span id of each verdict span) and reports
 // whether every one of them was recorded before.
 func (m *verdictMemory) seenAll(keys [][24]byte) bool {
 	all := true
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	for _, k := range keys {
-		i := m.slot(k)
-		if m.slots[i] != k {
+		if !m.Set(m.slot(k), k) {
 			all = false
-			m.slots[i] = k
-			m.changed[i] = struct{}{}
 		}
 	}
 	return all
@@ -266,7 +107,7 @@ func (m *verdictMemory) seenAll(keys [][24]byte) bool {
 
 // slot is the index of k: span ids are random, so their bits spread evenly.
 func (m *verdictMemory) slot(k [24]byte) uint32 {
-	return uint32((binary.LittleEndian.Uint64(k[16:]) ^ binary.LittleEndian.Uint64(k[8:16])) % uint64(len(m.slots)))
+	return uint32((binary.LittleEndian.Uint64(k[16:]) ^ binary.LittleEndian.Uint64(k[8:16])) % uint64(m.Len()))
 }
 
 // processTraceOnce judges one trace like processTrace, then asks the memory

@@ -5,7 +5,6 @@ package agentidentityprocessor
 import (
 	"context"
 	"encoding/binary"
-	"slices"
 	"strconv"
 	"testing"
 
@@ -134,14 +133,14 @@ func TestMemoryRecordsAndSnapshot(t *testing.T) {
 			batch[j] = key(round*5 + uint64(j))
 		}
 		m.seenAll(batch)
-		m.flush()
+		m.Flush()
 		assert.LessOrEqual(t, keys(), 1+slots/5+2, "records are replaced by a snapshot")
 	}
-	want := slices.Clone(m.slots)
+	want := m.Slots()
 	require.NoError(t, m.close(context.Background()))
 
 	m, _ = open()
-	assert.Equal(t, want, m.slots, "a restart reads the snapshot and the records after it")
+	assert.Equal(t, want, m.Slots(), "a restart reads the snapshot and the records after it")
 	require.NoError(t, m.close(context.Background()))
 }
 

@@ -67,7 +67,15 @@ func (p *identityProcessor) processTraces(ctx context.Context, td ptrace.Traces)
 
 // judge analyses each trace of td in place.
 func (p *identityProcessor) judge(ctx context.Context, td ptrace.Traces) ptrace.Traces {
+	return p.judgeWith(ctx, td, nil)
+}
+
+// judgeWith is judge for one trace of which the spans of earlier (span id ->
+// service) left the join before: a span whose parent is among them is no
+// orphan (joined.go).
+func (p *identityProcessor) judgeWith(ctx context.Context, td ptrace.Traces, earlier map[pcommon.SpanID]string) ptrace.Traces {
 	sc := getScratch()
+	sc.earlier = earlier
 	t := &sc.tally
 	for _, spans := range groupByTrace(td, sc) {
 		if p.memory == nil {
@@ -120,6 +128,8 @@ func (p *identityProcessor) processTrace(spans []spanRef, sc *scratch, t *tally)
 		switch {
 		case par == parentCopy:
 			// analysed as its original; marked by copyMarks
+		case par == parentMissing && tr.reached[c] && tr.lateHop(c, t):
+			// its parent left the join before: marked by lateHop
 		case par == parentMissing || !tr.reached[c],
 			// Without a usable service.name on either side we cannot tell a
 			// cross-process hop from a same-process call.

@@ -11,6 +11,7 @@ package join // import "github.com/otel-agent-identity/otel-agent-identity/colle
 
 import (
 	"container/list"
+	"maps"
 	"sync"
 	"time"
 
@@ -38,24 +39,45 @@ type Released struct {
 	Reason Reason
 	// Held is how long the trace was held (first fragment to release).
 	Held time.Duration
+	// Earlier: span id -> service of the parts of this trace that left
+	// before (within the window), for spans whose parent is among them.
+	Earlier map[pcommon.SpanID]string
 }
 
 // Ready reports whether a held trace is complete; age is how long it has been
-// held. It runs under the store's lock (one trace at a time) and must not
-// keep td.
-type Ready func(td ptrace.Traces, age time.Duration) bool
+// held, earlier the services of the trace's spans that already left (nil:
+// none). It runs under the store's lock (one trace at a time) and must not
+// keep td or earlier.
+type Ready func(td ptrace.Traces, age time.Duration, earlier map[pcommon.SpanID]string) bool
+
+// Service names a resource's process ("" when it has none usable).
+type Service func(res pcommon.Resource) string
 
 // Store is the set of held traces, safe for concurrent use.
 type Store struct {
 	window   time.Duration
 	maxSpans int
 	ready    Ready
+	service  Service
 
 	mu     sync.Mutex
 	traces map[pcommon.TraceID]*held
 	// age lists the held traces oldest first (expiry and eviction order)
 	age   list.List
 	spans int
+	// gone: the span ids and services of traces released within the window
+	// (tail_sampling's decision cache, for the late parts of a trace), oldest
+	// first in goneAge, at most maxSpans span ids in all
+	gone      map[pcommon.TraceID]*goneTrace
+	goneAge   list.List
+	goneSpans int
+}
+
+type goneTrace struct {
+	tid   pcommon.TraceID
+	spans map[pcommon.SpanID]string
+	last  time.Time
+	elem  *list.Element
 }
 
 type held struct {
@@ -67,9 +89,33 @@ type held struct {
 }
 
 // New returns a store that holds a trace at most window after its first
-// fragment and at most maxSpans spans in all (0: no bound).
-func New(window time.Duration, maxSpans int, ready Ready) *Store {
-	return &Store{window: window, maxSpans: maxSpans, ready: ready, traces: map[pcommon.TraceID]*held{}}
+// fragment and at most maxSpans spans in all (0: no bound), and remembers
+// the spans of released traces (id and service) as long, within the same
+// bound.
+func New(window time.Duration, maxSpans int, ready Ready, service Service) *Store {
+	return &Store{window: window, maxSpans: maxSpans, ready: ready, service: service,
+		traces: map[pcommon.TraceID]*held{}, gone: map[pcommon.TraceID]*goneTrace{}}
+}
+
+func (s *Store) earlier(tid pcommon.TraceID) map[pcommon.SpanID]string {
+	if g := s.gone[tid]; g != nil {
+		return g.spans
+	}
+	return nil
+}
+
+// forget drops what is remembered of released traces older than the window,
+// and the oldest beyond maxSpans.
+func (s *Store) forget(now time.Time) {
+	for e := s.goneAge.Front(); e != nil; e = s.goneAge.Front() {
+		g := e.Value.(*goneTrace)
+		if now.Sub(g.last) < s.window && (s.maxSpans == 0 || s.goneSpans <= s.maxSpans) {
+			return
+		}
+		s.goneAge.Remove(e)
+		delete(s.gone, g.tid)
+		s.goneSpans -= len(g.spans)
+	}
 }
 
 // Add merges the fragment frag of trace tid (every span of frag has that
@@ -90,7 +136,7 @@ func (s *Store) Add(tid pcommon.TraceID, frag ptrace.Traces, now time.Time) []Re
 	}
 	s.spans += n
 	var out []Released
-	if s.ready(h.td, now.Sub(h.first)) {
+	if s.ready(h.td, now.Sub(h.first), s.earlier(tid)) {
 		out = append(out, s.remove(h, Complete, now))
 	}
 	for s.maxSpans > 0 && s.spans > s.maxSpans && s.age.Len() > 0 {
@@ -111,6 +157,7 @@ func (s *Store) Expired(now time.Time) []Released {
 		}
 		out = append(out, s.remove(h, Expired, now))
 	}
+	s.forget(now)
 	return out
 }
 
@@ -124,7 +171,7 @@ func (s *Store) Recheck(now time.Time) []Released {
 	for e := s.age.Front(); e != nil; {
 		h := e.Value.(*held)
 		e = e.Next()
-		if s.ready(h.td, now.Sub(h.first)) {
+		if s.ready(h.td, now.Sub(h.first), s.earlier(h.tid)) {
 			out = append(out, s.remove(h, Complete, now))
 		}
 	}
@@ -149,11 +196,36 @@ func (s *Store) Len() (traces, spans int) {
 	return len(s.traces), s.spans
 }
 
+// remove takes h out and remembers its spans (after the trace's earlier
+// parts, which the release carries).
 func (s *Store) remove(h *held, why Reason, now time.Time) Released {
 	s.age.Remove(h.elem)
 	delete(s.traces, h.tid)
 	s.spans -= h.spans
-	return Released{Traces: h.td, Reason: why, Held: now.Sub(h.first)}
+	g := s.gone[h.tid]
+	var earlier map[pcommon.SpanID]string
+	if g == nil {
+		g = &goneTrace{tid: h.tid, spans: make(map[pcommon.SpanID]string, h.spans)}
+		s.gone[h.tid] = g
+	} else {
+		earlier = maps.Clone(g.spans)
+		s.goneAge.Remove(g.elem)
+	}
+	g.last = now
+	g.elem = s.goneAge.PushBack(g)
+	for _, rs := range h.td.ResourceSpans().All() {
+		svc := s.service(rs.Resource())
+		for _, ss := range rs.ScopeSpans().All() {
+			for _, span := range ss.Spans().All() {
+				if _, ok := g.spans[span.SpanID()]; !ok {
+					g.spans[span.SpanID()] = svc
+					s.goneSpans++
+				}
+			}
+		}
+	}
+	s.forget(now)
+	return Released{Traces: h.td, Reason: why, Held: now.Sub(h.first), Earlier: earlier}
 }
 
 // Split returns td's spans as one ptrace.Traces per trace id, in order of
