@@ -32,6 +32,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, Spa
 
 CONV = "gen_ai.conversation.id"
 REQUESTED = "agent_identity.conversation.requested_id"  # a later turn: the contextId asked to continue
+ANSWERED_BEFORE = "agent_identity.conversation.answered_before"  # ... in which the caller was answered before
 OP = "gen_ai.operation.name"
 AGENT = "gen_ai.agent.name"
 EXECUTION = "agent_identity.execution.id"
@@ -83,6 +84,7 @@ def one_trace(orch: trace.Tracer, spec: trace.Tracer, conv: str, created: list, 
                 AGENT: "specialist",
                 CONV: conv,
                 REQUESTED: conv,
+                ANSWERED_BEFORE: True,
                 EXECUTION: execution,
                 DELEGATION: delegation,
             },

@@ -173,3 +173,20 @@ func (tr *traceAnalysis) lateHop(c int32, t *tally) bool {
 	}
 	return true
 }
+
+// awaitsFollowUp reports whether frag holds a failed or cancelled CLIENT
+// send of a long-running task (its trace waits for a follow-up that may come
+// in another trace: the join asks again every tick).
+func awaitsFollowUp(frag ptrace.Traces) bool {
+	for _, rs := range frag.ResourceSpans().All() {
+		for _, ss := range rs.ScopeSpans().All() {
+			for _, s := range ss.Spans().All() {
+				if s.Kind() == ptrace.SpanKindClient && pendingState(strAttr(s, attrTaskState)) &&
+					strAttr(s, attrTaskID) != "" && (s.Status().Code() == ptrace.StatusCodeError || sendCancelled(s)) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}

@@ -229,3 +229,36 @@ func TestJoinBatchOfTraces(t *testing.T) {
 	assert.Equal(t, 10, h.sink.SpanCount())
 	assert.Equal(t, int64(2), h.metrics(t)[forgotten])
 }
+
+// A required hop whose callee has no agent span of its own (a plain a2a-sdk
+// executor) is judged once agent_wait passed, well before the hop window; a
+// cancelled send of a long-running task leaves as soon as a poll in another
+// trace brought the task's answer (not lost), before the window.
+func TestJoinWaitsEndWithoutNewParts(t *testing.T) {
+	h := startedHarness(t, map[string]any{"agent_wait": "200ms", "hop_window": "1m"})
+	plain := hopParts("t1")
+	require.NoError(t, h.proc.ConsumeTraces(context.Background(), buildTraces(t, append(append(plain[0], plain[1]...), plain[2]...))))
+	cancelled := []spanIn{
+		{Trace: "t2", ID: "t2send", Service: "orchestrator", Kind: "client", Attrs: map[string]any{
+			attrOperationName: operationInvokeAgent, attrConversationID: "ctx-2", attrRequestedID: "ctx-2",
+			attrAnsweredBefore: true, attrTaskID: "task-2", attrTaskState: taskStateWorking, attrSendCancelled: true}},
+		{Trace: "t2", ID: "t2entry", Parent: "t2send", Service: "specialist", Kind: "server",
+			Attrs: map[string]any{attrConversationID: "ctx-2"}},
+		{Trace: "t2", ID: "t2agent", Parent: "t2entry", Service: "specialist", Kind: "internal",
+			Attrs: map[string]any{attrOperationName: operationInvokeAgent, attrConversationID: "ctx-2", attrResumed: true}},
+	}
+	require.NoError(t, h.proc.ConsumeTraces(context.Background(), buildTraces(t, cancelled)))
+	require.Eventually(t, func() bool { return h.sink.SpanCount() == 3 }, 5*time.Second, 10*time.Millisecond,
+		"the plain callee's hop, after agent_wait")
+	require.NoError(t, h.proc.ConsumeTraces(context.Background(), buildTraces(t, []spanIn{
+		{Trace: "t3", ID: "t3poll", Service: "orchestrator", Kind: "client", Attrs: map[string]any{
+			attrTaskID: "task-2", attrTaskState: "TASK_STATE_COMPLETED"}},
+	})))
+	require.Eventually(t, func() bool { return h.sink.SpanCount() == 7 }, 5*time.Second, 10*time.Millisecond,
+		"the cancelled send, once its task was polled to an answer")
+	m := h.metrics(t)
+	assert.Equal(t, int64(2), m["agent_identity.hops{callee_agent=,callee_service=specialist,caller_service=orchestrator,result=continued}"])
+	for k := range m {
+		assert.NotContains(t, k, "lost_responses")
+	}
+}

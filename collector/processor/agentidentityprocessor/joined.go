@@ -98,7 +98,7 @@ func newJoiner(p *identityProcessor, cfg *Join, next consumer.Traces, logger *za
 		return nil
 	}
 	return &joiner{
-		store:     join.New(cfg.HopWindow, cfg.MaxHeldSpans, p.complete, serviceName),
+		store:     join.New(cfg.HopWindow, cfg.AgentWait, cfg.MaxHeldSpans, p.complete, serviceName, awaitsFollowUp),
 		next:      next,
 		logger:    logger,
 		tick:      min(cfg.HopWindow/10, time.Second),

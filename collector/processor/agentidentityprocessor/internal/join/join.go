@@ -53,12 +53,18 @@ type Ready func(td ptrace.Traces, age time.Duration, earlier map[pcommon.SpanID]
 // Service names a resource's process ("" when it has none usable).
 type Service func(res pcommon.Resource) string
 
+// Watch reports whether a fragment makes its trace wait for something
+// another trace may bring (Recheck asks Ready again of such traces).
+type Watch func(frag ptrace.Traces) bool
+
 // Store is the set of held traces, safe for concurrent use.
 type Store struct {
 	window   time.Duration
+	settle   time.Duration
 	maxSpans int
 	ready    Ready
 	service  Service
+	watch    Watch
 
 	mu     sync.Mutex
 	traces map[pcommon.TraceID]*held
@@ -86,14 +92,18 @@ type held struct {
 	first time.Time
 	spans int
 	elem  *list.Element
+	// watched: a fragment waits for another trace (Watch); settled: Ready
+	// was asked again once the trace was held settle
+	watched, settled bool
 }
 
 // New returns a store that holds a trace at most window after its first
 // fragment and at most maxSpans spans in all (0: no bound), and remembers
 // the spans of released traces (id and service) as long, within the same
-// bound.
-func New(window time.Duration, maxSpans int, ready Ready, service Service) *Store {
-	return &Store{window: window, maxSpans: maxSpans, ready: ready, service: service,
+// bound. Recheck asks Ready again of a trace once it was held settle, and of
+// watched traces.
+func New(window, settle time.Duration, maxSpans int, ready Ready, service Service, watch Watch) *Store {
+	return &Store{window: window, settle: settle, maxSpans: maxSpans, ready: ready, service: service, watch: watch,
 		traces: map[pcommon.TraceID]*held{}, gone: map[pcommon.TraceID]*goneTrace{}}
 }
 
@@ -123,6 +133,7 @@ func (s *Store) forget(now time.Time) {
 // trace when it is now complete, and the traces evicted to keep the bound.
 func (s *Store) Add(tid pcommon.TraceID, frag ptrace.Traces, now time.Time) []Released {
 	n := frag.SpanCount()
+	watched := s.watch(frag)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	h := s.traces[tid]
@@ -134,6 +145,7 @@ func (s *Store) Add(tid pcommon.TraceID, frag ptrace.Traces, now time.Time) []Re
 		frag.ResourceSpans().MoveAndAppendTo(h.td.ResourceSpans())
 		h.spans += n
 	}
+	h.watched = h.watched || watched
 	s.spans += n
 	var out []Released
 	if s.ready(h.td, now.Sub(h.first), s.earlier(tid)) {
@@ -161,9 +173,10 @@ func (s *Store) Expired(now time.Time) []Released {
 	return out
 }
 
-// Recheck asks Ready again of every held trace (one may wait for something
-// another trace brings, e.g. a long-running task's follow-up, or for a time
-// to pass) and releases the complete ones.
+// Recheck asks Ready again of the held traces that may have become complete
+// without a part of their own: watched ones (waiting for another trace, e.g.
+// a long-running task's follow-up) and those just held settle (a wait that
+// ended), and releases the complete ones.
 func (s *Store) Recheck(now time.Time) []Released {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -171,7 +184,13 @@ func (s *Store) Recheck(now time.Time) []Released {
 	for e := s.age.Front(); e != nil; {
 		h := e.Value.(*held)
 		e = e.Next()
-		if s.ready(h.td, now.Sub(h.first), s.earlier(h.tid)) {
+		age := now.Sub(h.first)
+		settling := !h.settled && age >= s.settle
+		if !settling && !h.watched {
+			continue
+		}
+		h.settled = h.settled || settling
+		if s.ready(h.td, age, s.earlier(h.tid)) {
 			out = append(out, s.remove(h, Complete, now))
 		}
 	}
