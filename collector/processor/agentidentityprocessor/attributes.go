@@ -35,6 +35,9 @@ const (
 	// attrSendCancelled: on an A2A CLIENT span, the caller cancelled the send
 	// before any answer arrived (status stays UNSET: cancellation is no error).
 	attrSendCancelled = "agent_identity.send.cancelled"
+	// attrMethodName: the A2A method of a CLIENT or SERVER span (SendMessage,
+	// SendStreamingMessage, GetTask, ...).
+	attrMethodName = "a2a.method.name"
 	// attrTaskID: the A2A task a span's request or responses belong to.
 	attrTaskID = "a2a.task.id"
 	// attrAnsweredBefore: on an A2A CLIENT send span that requested a

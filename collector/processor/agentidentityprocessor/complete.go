@@ -3,6 +3,7 @@
 package agentidentityprocessor // import "github.com/otel-agent-identity/otel-agent-identity/collector/processor/agentidentityprocessor"
 
 import (
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -120,7 +121,7 @@ func (p *identityProcessor) awaitsCallee(tr *traceAnalysis, par, c int32) bool {
 		return false
 	}
 	s := tr.spans[send].span
-	if !pendingState(strAttr(s, attrTaskState)) {
+	if !pendingState(strAttr(s, attrTaskState)) || !isSend(s) {
 		return false
 	}
 	if tr.firstBelow(c, tr.isAgent) < 0 {
@@ -154,6 +155,14 @@ func pendingState(state string) bool {
 	return state == taskStateSubmitted || state == taskStateWorking
 }
 
+// isSend reports whether CLIENT span s sent a message (a2a.method.name
+// SendMessage / SendStreamingMessage, or not recorded), not a GetTask poll or
+// a subscription, whose callee runs no agent for it.
+func isSend(s ptrace.Span) bool {
+	m := strAttr(s, attrMethodName)
+	return m == "" || strings.HasPrefix(m, "Send")
+}
+
 // lateHop handles span c whose parent left the join before (its trace was
 // judged complete, then this part arrived): in the same service it is no hop
 // (nothing to mark); in another, a hop whose caller side is gone: recorded
@@ -181,7 +190,7 @@ func awaitsFollowUp(frag ptrace.Traces) bool {
 	for _, rs := range frag.ResourceSpans().All() {
 		for _, ss := range rs.ScopeSpans().All() {
 			for _, s := range ss.Spans().All() {
-				if s.Kind() == ptrace.SpanKindClient && pendingState(strAttr(s, attrTaskState)) &&
+				if s.Kind() == ptrace.SpanKindClient && pendingState(strAttr(s, attrTaskState)) && isSend(s) &&
 					strAttr(s, attrTaskID) != "" && (s.Status().Code() == ptrace.StatusCodeError || sendCancelled(s)) {
 					return true
 				}

@@ -262,3 +262,18 @@ func TestJoinWaitsEndWithoutNewParts(t *testing.T) {
 		assert.NotContains(t, k, "lost_responses")
 	}
 }
+
+// A GetTask poll answered WORKING (its callee runs no agent for it) does not
+// keep its trace waiting: the trace leaves once complete, the send's hop
+// judged when the callee's agent span arrived.
+func TestJoinPollIsNoSend(t *testing.T) {
+	h := newHarness(t, configFrom(t, map[string]any{"agent_wait": "0s"}))
+	require.NoError(t, h.proc.ConsumeTraces(context.Background(), buildTraces(t, []spanIn{
+		{ID: "root", Service: "orchestrator", Kind: "internal", Attrs: map[string]any{attrOperationName: operationInvokeAgent}},
+		{ID: "poll", Parent: "root", Service: "orchestrator", Kind: "client", Attrs: map[string]any{
+			attrMethodName: "GetTask", attrTaskID: "task-1", attrTaskState: taskStateWorking, attrConversationID: "ctx-1"}},
+		{ID: "poll-server", Parent: "poll", Service: "specialist", Kind: "server", Attrs: map[string]any{
+			attrMethodName: "GetTask", attrTaskID: "task-1", attrTaskState: taskStateWorking, attrConversationID: "ctx-1"}},
+	})))
+	assert.Equal(t, 3, h.sink.SpanCount(), "judged at once")
+}
