@@ -3,6 +3,8 @@
 package agentidentityprocessor // import "github.com/otel-agent-identity/otel-agent-identity/collector/processor/agentidentityprocessor"
 
 import (
+	"slices"
+
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
@@ -17,13 +19,18 @@ import (
 // was polled to an answer lost nothing).
 
 // firstInContext reports whether hop h (requested != "") is the first request
-// in its context: the requesting span does not say
+// in its context: no span of the caller from the hop up says
 // agent_identity.conversation.answered_before=true, and the callee's service
 // never answered in that context, as far as the memory knows, on another
 // entry span than this one (a trace judged again finds its own entry).
 func (p *identityProcessor) firstInContext(tr *traceAnalysis, h *hop) bool {
-	if before, _ := boolAttr(tr.spans[h.from].span, attrAnsweredBefore); before {
-		return false
+	// The send may be two nested CLIENT spans (Agent Framework's A2AAgent
+	// span over a2a-sdk's): any of the caller's spans from the hop up says so.
+	caller := tr.spans[h.par].service
+	for i := h.par; i >= 0 && tr.spans[i].service == caller; i = tr.parent[i] {
+		if before, _ := boolAttr(tr.spans[i].span, attrAnsweredBefore); before {
+			return false
+		}
 	}
 	v, held := p.mem.contexts.Get(contextKey(tr.spans[h.c].service, h.requested))
 	return !held || v == entryValue(tr.spans[h.c].span)
@@ -108,4 +115,17 @@ func (p *identityProcessor) followedUp(caller, task string) bool {
 	}
 	_, held := p.mem.tasks.Get(recall.KeyOf(caller, task))
 	return held
+}
+
+// sortByStart orders a delegation's hops by entry start time (then index).
+func sortByStart(hops []delegated) {
+	slices.SortStableFunc(hops, func(a, b delegated) int {
+		switch {
+		case a.start < b.start:
+			return -1
+		case a.start > b.start:
+			return 1
+		}
+		return int(a.entry - b.entry)
+	})
 }

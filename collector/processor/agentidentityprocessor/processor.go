@@ -374,19 +374,6 @@ func (p *identityProcessor) markDuplicates(tr *traceAnalysis, t *tally) {
 	}
 }
 
-// sortByStart orders a delegation's hops by entry start time (then index).
-func sortByStart(hops []delegated) {
-	slices.SortStableFunc(hops, func(a, b delegated) int {
-		switch {
-		case a.start < b.start:
-			return -1
-		case a.start > b.start:
-			return 1
-		}
-		return int(a.entry - b.entry)
-	})
-}
-
 // countServedMarks counts what the serving process marked on the entry span c
 // of hop par -> c: agent_identity.delegation.duplicate=true (it had executed
 // this delegation before, possibly in another trace: a retry after a crash is
