@@ -52,7 +52,9 @@ EXPECTED_ALERTS = {
     ("AgentIdentityDuplicateExecution", "payments-naive"),
 }
 SERVER = 2  # OTLP span kind
-VERDICT_TIMEOUT = 90.0  # seconds after the traffic for every span to leave the collector (all arrive within ~10 s; agent_wait is 15 s)
+#: seconds after the traffic for every span to leave the collector (all arrive within ~10 s; the
+#: join's agent_wait is 15 s)
+VERDICT_TIMEOUT = 90.0
 
 
 @dataclass
