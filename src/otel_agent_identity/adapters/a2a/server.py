@@ -269,22 +269,30 @@ def server_wrapper(tracer: trace.Tracer, streaming: bool):
         except Exception:
             _logger.debug("otel-agent-identity: a2a server span failed", exc_info=True)
             return wrapped(*args, **kwargs)
-        if streaming:
-            token = request.enter()
-            try:
-                stream = wrapped(*args, **kwargs)
-            except BaseException as exc:
-                request.finish(error=exc)
-                raise
-            finally:
-                request.exit(token)
-            return StreamProxy(stream, request, request.observe)
-        return _send(wrapped, args, kwargs, request)
+        return run_owned(request, streaming, wrapped, args, kwargs)
 
     return wrapper
 
 
-async def _send(wrapped, args, kwargs, request: Request):
+def run_owned(owner: Any, streaming: bool, wrapped, args, kwargs):
+    """Call ``wrapped(*args, **kwargs)`` for ``owner`` (a :class:`Request`, or anything with its
+    ``enter``/``exit``/``finish``/``observe``): a stream (``streaming``) runs every pull in the
+    owner's context and ``observe`` sees each event; a coroutine is awaited in it and ``observe``
+    sees its result. The owner finishes with it (also on an error, which is re-raised)."""
+    if streaming:
+        token = owner.enter()
+        try:
+            stream = wrapped(*args, **kwargs)
+        except BaseException as exc:
+            owner.finish(error=exc)
+            raise
+        finally:
+            owner.exit(token)
+        return StreamProxy(stream, owner, owner.observe)
+    return _send(wrapped, args, kwargs, owner)
+
+
+async def _send(wrapped, args, kwargs, request: Any):
     token = request.enter()
     try:
         result = await wrapped(*args, **kwargs)

@@ -25,7 +25,6 @@ from opentelemetry.trace import SpanKind
 
 from otel_agent_identity import attributes as attrs
 from otel_agent_identity._errors import end_span
-from otel_agent_identity._streams import StreamProxy
 from otel_agent_identity.adapters.a2a import attributes as facts
 from otel_agent_identity.adapters.a2a import server
 from otel_agent_identity.adapters.a2a.client import inject_trace_context
@@ -43,7 +42,7 @@ _STREAMS = "SubscribeToTask"
 
 class _Call:
     """One task call's span: the owner of its result (``enter``/``exit``/``finish``, see
-    :mod:`otel_agent_identity._streams`), and the observer of each answer (``__call__``)."""
+    :mod:`otel_agent_identity._streams`), and the observer of each answer (``observe``)."""
 
     __slots__ = ("ctx", "done", "span")
 
@@ -61,7 +60,7 @@ class _Call:
             self.done = True
             end_span(self.span, error)
 
-    def __call__(self, item: Any) -> None:
+    def observe(self, item: Any) -> None:
         """An answer (a ``Task``, a ``StreamResponse`` or an update event): its task id, state and
         context id on the span. Never raises."""
         try:
@@ -87,36 +86,6 @@ def _request_attributes(method: str, request: Any) -> dict[str, Any]:
     return out
 
 
-def _run(call: _Call, method: str, wrapped, args, kwargs):
-    """Call ``wrapped`` in the span's context: a stream keeps running in it (:class:`StreamProxy`),
-    a coroutine is awaited in it; the span ends with the result."""
-    if method == _STREAMS:
-        token = call.enter()
-        try:
-            stream = wrapped(*args, **kwargs)
-        except BaseException as exc:
-            call.finish(error=exc)
-            raise
-        finally:
-            call.exit(token)
-        return StreamProxy(stream, call, call)
-    return _awaited(call, wrapped, args, kwargs)
-
-
-async def _awaited(call: _Call, wrapped, args, kwargs):
-    token = call.enter()
-    try:
-        result = await wrapped(*args, **kwargs)
-    except BaseException as exc:
-        call.finish(error=exc)
-        raise
-    finally:
-        call.exit(token)
-    call(result)
-    call.finish()
-    return result
-
-
 def client_wrapper(tracer: trace.Tracer, method: str):
     """Wrapper of ``BaseClient.get_task``/``subscribe``/``cancel_task`` (``method``: the A2A name)."""
 
@@ -134,7 +103,7 @@ def client_wrapper(tracer: trace.Tracer, method: str):
         except Exception:
             _logger.debug("otel-agent-identity: a2a task call tracking failed", exc_info=True)
             return wrapped(*args, **kwargs)
-        return _run(call, method, wrapped, args, kwargs)
+        return server.run_owned(call, method == _STREAMS, wrapped, args, kwargs)
 
     return wrapper
 
@@ -159,6 +128,6 @@ def server_wrapper(tracer: trace.Tracer, method: str):
         except Exception:
             _logger.debug("otel-agent-identity: a2a task call span failed", exc_info=True)
             return wrapped(*args, **kwargs)
-        return _run(call, method, wrapped, args, kwargs)
+        return server.run_owned(call, method == _STREAMS, wrapped, args, kwargs)
 
     return wrapper
