@@ -205,7 +205,7 @@ class _Responses:
     span ends later, with the run.
     """
 
-    __slots__ = ("answered", "destination", "memo", "requested", "scope", "span", "state", "target")
+    __slots__ = ("answered", "answered_in", "destination", "memo", "requested", "scope", "span", "state", "target")
 
     def __init__(
         self,
@@ -220,6 +220,7 @@ class _Responses:
         self.destination = destination
         self.answered = False
         self.state: str | None = None  # the last task state an event carried
+        self.answered_in: str | None = None  # the context last remembered as answered (once per send)
 
     def cancelled(self, error: BaseException) -> dict[str, Any]:
         """``{agent_identity.send.cancelled: True}`` when ``error`` is ``asyncio.CancelledError`` and
@@ -251,7 +252,8 @@ class _Responses:
             observed = facts.event_facts(item)
             span, target, assigned = self.span, self.target, observed.get("context_id")
             self.state = observed.get("state", self.state)
-            if assigned:
+            if assigned and assigned != self.answered_in:  # a stream's events repeat it: remembered once
+                self.answered_in = assigned
                 continuity.answered_contexts.seen_before(f"{self.destination}\0{assigned}")
             if target is not None and target.context_id is None and assigned:
                 target.context_id = assigned  # first turn: the server's id
