@@ -16,7 +16,8 @@ One world per topology, every scenario at once (real_traffic.py runs it):
 - the crash-retry with no allowlist (examples/checkout_orchestrator.py): a first process times out
   after the payment specialist charged and exits; a new one retries the same ``delegation(key=)``
   with a fresh message id: a naive specialist charges twice (the duplicate flagged and counted
-  once), one with a ledger keyed by the order replays (no second execution, not flagged).
+  once; in two tiers only when both traces reach one tier-2 instance, the documented limit),
+  one with a ledger keyed by the order replays (no second execution, not flagged).
 
 Ground truth: each specialist's model reports the messages it saw per trace, the payment
 specialists record each charge they made; every verdict is compared with it both ways (no false
@@ -85,15 +86,21 @@ def test_crash_retry_without_allowlist_is_one_duplicate(world):
     for kind in rt.PAYMENTS:
         first, second = world.recovery[kind]
         assert first["delegation_id"] == second["delegation_id"] and first["trace_id"] != second["trace_id"]
+    if world.topology == "single-node":
+        assert world.one_judge == {"naive": True, "ledger": True}
+    # two tiers: found when both traces met on one tier-2 instance (probability 1/2 here), else not
+    # (a documented limit: the processor README, "Scale-out"); never a false one
+    want = world.expected_duplicates()
     marked = world.duplicates()
-    assert marked == {"payments-naive": 1}, marked
+    assert marked == want, (marked, world.one_judge)
     counted = rt.by_label(world.metrics, "agent_identity_duplicate_executions", "callee_service")
-    assert {k: v for k, v in counted.items() if v} == {"payments-naive": 1}, counted
+    assert {k: v for k, v in counted.items() if v} == want, counted
 
 
 def test_shipped_alerts_quiet_on_healthy_services_and_fire_on_real_failures(world):
     alerts = world.alerts
-    unexpected = [a for a in alerts if (a["alertname"], a.get("callee_service")) not in rt.EXPECTED_ALERTS]
+    expected = world.expected_alerts()
+    unexpected = [a for a in alerts if (a["alertname"], a.get("callee_service")) not in expected]
     assert not unexpected, f"alerts on healthy services (state: pending or firing): {unexpected}"
     firing = {(a["alertname"], a.get("callee_service")) for a in alerts if a["alertstate"] == "firing"}
-    assert firing == rt.EXPECTED_ALERTS
+    assert firing == expected
