@@ -32,7 +32,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def wait_port(port: int, proc: subprocess.Popen, timeout: float = 90.0) -> None:
+def wait_port(port: int, proc: subprocess.Popen, timeout: float = 180.0) -> None:
     """Wait until 127.0.0.1:``port`` accepts connections. Raises RuntimeError on exit or timeout."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -95,8 +95,10 @@ def start_collector(
     return collector
 
 
-def otel_env(service: str, endpoint: str | None, **extra: str) -> dict[str, str]:
-    """Environment of an instrumented process: OTLP/HTTP to ``endpoint`` (None: console exporter).
+def otel_env(service: str, endpoint: str | None, **extra: str | None) -> dict[str, str]:
+    """Environment of an instrumented process: OTLP/HTTP to ``endpoint`` (None: console exporter);
+    an ``extra`` value of None drops that variable (e.g. ``OTEL_BSP_SCHEDULE_DELAY=None``: the
+    SDK's default 5 s batch delay instead of the tests' 100 ms).
 
     a2a-sdk's own per-method spans are off (``OTEL_INSTRUMENTATION_A2A_SDK_ENABLED=false``) so traces
     read as agent -> hop -> agent; pass ``OTEL_INSTRUMENTATION_A2A_SDK_ENABLED="true"`` to keep them.
@@ -118,7 +120,11 @@ def otel_env(service: str, endpoint: str | None, **extra: str) -> dict[str, str]
         )
     else:
         env.update(OTEL_TRACES_EXPORTER="console")
-    env.update(extra)
+    for key, value in extra.items():
+        if value is None:
+            env.pop(key, None)
+        else:
+            env[key] = value
     return env
 
 
@@ -130,7 +136,7 @@ def start_specialist(
     stream: bool = False,
     forgetful: bool = False,
     db: Path | None = None,
-    **extra: str,
+    **extra: str | None,
 ):
     """Start ``specialist.py --shape shape`` under the launcher; returns ``(process, url)`` once it
     is ready. ``truth``: the file its model appends the messages it saw per request to; ``db``: the
@@ -151,7 +157,7 @@ def start_specialist(
 
 
 def start_server(
-    script: str, service: str, endpoint: str | None, *args: str, stdout: int = subprocess.PIPE, **extra: str
+    script: str, service: str, endpoint: str | None, *args: str, stdout: int = subprocess.PIPE, **extra: str | None
 ):
     """Start ``examples/<script> --port P --name service *args`` under the launcher; returns
     ``(process, url)`` once it listens (``stdout``: a pipe unless told, e.g. ``subprocess.DEVNULL``;
@@ -251,6 +257,25 @@ def run_orchestrator(
     )
     records = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith('{"conversation"')]
     return records, proc
+
+
+#: the apps' real defaults for the realistic-latency runs: BatchSpanProcessor's 5 s delay (not the
+#: tests' 100 ms), a2a-sdk's own spans as shipped
+REAL_APP_ENV: dict[str, str | None] = {"OTEL_BSP_SCHEDULE_DELAY": None, "OTEL_INSTRUMENTATION_A2A_SDK_ENABLED": None}
+
+
+def run_supervisor(endpoint: str, conversations: list[tuple[str, str, str]], turns: int, latency: str) -> list[dict]:
+    """Run ``supervisor.py`` under the launcher with the apps' real defaults (:data:`REAL_APP_ENV`)
+    and ``latency`` seconds per model call, holding ``[(name, kind, url), ...]`` conversations of
+    ``turns`` turns at once; returns its records (one per send). Raises RuntimeError when it fails."""
+    cmd = [str(LAUNCHER), sys.executable, str(EXAMPLES / "supervisor.py"), "--turns", str(turns)]
+    for name, kind, url in conversations:
+        cmd += ["--conversation", f"{name}={kind}@{url}"]
+    env = otel_env("supervisor", endpoint, OFFLINE_MODEL_LATENCY=latency, **REAL_APP_ENV)
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+    if proc.returncode:
+        raise RuntimeError(f"supervisor exited with {proc.returncode}:\n{proc.stderr[-3000:]}")
+    return [json.loads(line) for line in proc.stdout.splitlines() if line.startswith('{"conversation"')]
 
 
 def run_both_callers(specialists: list[tuple[str, str]], endpoint: str, turns: int) -> dict[str, list[dict]]:
@@ -528,13 +553,16 @@ def start_charge_specialist(
     idempotent: bool,
     hold: float = 3.0,
     hold_each: bool = False,
-    **extra: str,
+    by_order: bool = False,
+    **extra: str | None,
 ):
     """``charge_specialist.py`` under the launcher (naive, or ``idempotent``: a ledger keyed by
-    ``otel_agent_identity.upstream()``), holding its first response (``hold_each``: every response)
-    ``hold`` seconds; every charge it really makes is a JSON line in ``record``. Returns ``(process, url)``."""
+    ``otel_agent_identity.upstream()``, or ``by_order``: keyed by the order), holding its first
+    response (``hold_each``: every response) ``hold`` seconds; every charge it really makes is a
+    JSON line in ``record``. Returns ``(process, url)``."""
     args = ["--record", str(record), "--hold", str(hold)] + (["--idempotent"] if idempotent else [])
     args += ["--hold-each"] if hold_each else []
+    args += ["--by-order"] if by_order else []
     return start_server("charge_specialist.py", service, endpoint, *args, **extra)
 
 
@@ -546,7 +574,7 @@ def run_checkout(
     timeout: float = 1.0,
     service: str = "checkout",
     order: str = "order-42",
-    **extra: str,
+    **extra: str | None,
 ) -> tuple[dict, int]:
     """One ``checkout_orchestrator.py`` process under the launcher (it resumes from ``db`` when a
     run is checkpointed there), allowlisting ``allowlist``; returns its record and exit status
@@ -573,17 +601,27 @@ def run_checkout(
 
 
 def run_recovery(
-    url: str, db: Path, endpoint: str | None, caller: str, order: str = "order-42", first_url: str | None = None
+    url: str,
+    db: Path,
+    endpoint: str | None,
+    caller: str,
+    order: str = "order-42",
+    first_url: str | None = None,
+    allowlist: str | None = None,
+    **extra: str | None,
 ) -> list[dict]:
     """The recovery scenario: a first checkout process (sending to ``first_url``, default ``url``,
     with a 1 s timeout) whose send fails and which exits before ``charge`` is checkpointed, then a
     second that resumes from ``db`` and completes (a 30 s timeout: the network recovered; no test
-    depends on the machine's speed). Returns both records; raises RuntimeError when either did
-    otherwise."""
-    first, status = run_checkout(first_url or url, db, endpoint, url, service=caller, order=order)
+    depends on the machine's speed). ``allowlist``: the callers' allowlist (default ``url``: the
+    specialist receives the delegation id; ``""``: nothing forwarded, the default of a real
+    deployment); ``extra``: their environment. Returns both records; raises RuntimeError when
+    either did otherwise."""
+    allow = url if allowlist is None else allowlist
+    first, status = run_checkout(first_url or url, db, endpoint, allow, service=caller, order=order, **extra)
     if status != 3 or not first["error"] or first["resumed"]:
         raise RuntimeError(f"{caller}: the first attempt did not fail as planned: {first}")
-    second, status = run_checkout(url, db, endpoint, url, timeout=30.0, service=caller, order=order)
+    second, status = run_checkout(url, db, endpoint, allow, timeout=30.0, service=caller, order=order, **extra)
     if status != 0 or not second["resumed"] or not second["receipt"] or second["error"]:
         raise RuntimeError(f"{caller}: the resumed attempt did not complete: {second}")
     return [first, second]

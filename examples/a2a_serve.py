@@ -79,8 +79,14 @@ def executor_app(
 def serve(executor: AgentExecutor, name: str, port: int, description: str = DESCRIPTION) -> None:
     """Serve ``executor`` on 127.0.0.1:``port`` until stopped; prints ``ready <url>`` once listening."""
     url = f"http://127.0.0.1:{port}/"
+    # keep-alive above httpx's 5 s idle expiry: at realistic latency a caller sends again ~6 s
+    # later, and uvicorn's default (5 s) races it (the server closes as the request goes out)
     config = uvicorn.Config(
-        executor_app(executor, url, name, description), host="127.0.0.1", port=port, log_level="warning"
+        executor_app(executor, url, name, description),
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        timeout_keep_alive=30,
     )
     server = uvicorn.Server(config)
     original_startup = server.startup

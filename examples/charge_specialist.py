@@ -7,6 +7,8 @@ LangGraph run (a graph with one node, ``charge``), the callee of the recovery sc
   ``otel_agent_identity.upstream()`` (the caller must allowlist this server:
   ``OTEL_INSTRUMENTATION_AGENT_IDENTITY_ALLOWLIST``). A delegation already in the ledger is
   answered with the stored result and the graph does not run again.
+- ``--by-order``: the same ledger keyed by the order (the message text, a business key), for
+  callers that allowlist nothing (the default): a retry from a new process is replayed too.
 
 ``--hold SECONDS`` holds the response of the first request that long after the work completed
 (a slow network, a lost response: the caller times out although the charge happened);
@@ -77,8 +79,11 @@ def build_graph(record: str | None):
 class ChargeExecutor(AgentExecutor):
     """Runs the charge graph per request; ``idempotent``: once per delegation (the ledger)."""
 
-    def __init__(self, record: str | None, idempotent: bool, hold: float, hold_each: bool = False) -> None:
+    def __init__(
+        self, record: str | None, idempotent: bool, hold: float, hold_each: bool = False, by_order: bool = False
+    ) -> None:
         self.graph = build_graph(record)
+        self.by_order = by_order
         self.idempotent, self.hold, self.hold_each = idempotent, hold, hold_each
         # delegation id -> receipt. In production: durable storage, keyed by (the authenticated
         # caller, delegation id): the id is the caller's claim, never a credential.
@@ -90,6 +95,8 @@ class ChargeExecutor(AgentExecutor):
         first = self.requests == 1
         up = otel_agent_identity.upstream()
         key = up.delegation_id if self.idempotent and up is not None else None
+        if self.by_order:  # the business key: nothing need be forwarded
+            key = f"order:{get_message_text(context.message)}"
         receipt = self.ledger.get(key) if key else None
         if receipt is None:  # the work: one LangGraph run
             result = await self.graph.ainvoke({"order": get_message_text(context.message)}, {"run_id": uuid.uuid4()})
@@ -111,10 +118,13 @@ def main() -> None:
     parser.add_argument("--idempotent", action="store_true", help="a ledger keyed by the delegation id")
     parser.add_argument("--hold", type=float, default=0.0, help="hold the first response this many seconds")
     parser.add_argument("--hold-each", action="store_true", help="hold every response, not only the first")
+    parser.add_argument(
+        "--by-order", action="store_true", help="a ledger keyed by the order (the business key), no allowlist needed"
+    )
     parser.add_argument("--record", help="append one JSON line per charge made to this file")
     args = parser.parse_args()
     serve(
-        ChargeExecutor(args.record, args.idempotent, args.hold, args.hold_each),
+        ChargeExecutor(args.record, args.idempotent, args.hold, args.hold_each, args.by_order),
         args.name,
         args.port,
         "Charges orders (offline).",

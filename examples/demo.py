@@ -21,6 +21,9 @@ there; the caller marks each restart on its CLIENT span and counts it in the Pyt
 Then the founding essay's recovery test (``recovery``): a LangGraph checkout that crashes on a
 timed-out charge and resumes, against a naive and an idempotent payment specialist; the charges each
 really made printed beside the duplicate executions and deliveries the collector reports.
+Last, two conversations at realistic latency (``realistic``): 3 s per model call, the apps'
+default 5 s batch delay and the shipped collector timers; a supervisor (plan, delegate, summarise)
+with a specialist that continues a context the client named and one that forgets.
 
 Six more specialists run their agent on another framework behind a plain a2a-sdk executor
 (``examples/framework_specialists.py``), one that continues each contextId and one that forgets it
@@ -360,6 +363,71 @@ def recovery(binary: str, work: Path) -> list[str]:
     return problems
 
 
+#: the turns at realistic latency: (conversation, how the supervisor sends, specialist shape, what it does)
+REALISTIC = (
+    ("keeps", "a2a-agent-minted", "session-local", "one AgentSession per contextId (continues)"),
+    ("forgets", "a2a-agent", "a2a-executor", "A2AExecutor, a new AgentSession per request (forgets)"),
+)
+REALISTIC_LATENCY = "3"  # seconds per model call
+
+
+def realistic(binary: str, work: Path, turns: int = 2) -> list[str]:
+    """Turns at realistic latency, with the shipped timers (groupbytrace's 5 s wait, the apps'
+    default 5 s batch delay): a supervisor (``examples/supervisor.py``: plan model call, delegation,
+    summarise model call, 3 s each) talks to a specialist that continues (the client names the new
+    context on turn 1, ``A2AAgent.get_session(service_session_id=<new id>)``) and one that forgets,
+    side by side. Prints each turn's ground truth beside the verdict and the time it took; returns
+    the disagreements."""
+    work.mkdir()
+    collector = h.start_collector(binary, work, groupbytrace_wait="5s")  # the shipped default
+    procs, problems, truth_file = [], [], work / "truth.jsonl"
+    try:
+        with ThreadPoolExecutor(len(REALISTIC)) as pool:
+            started = list(
+                pool.map(
+                    lambda row: h.start_specialist(
+                        f"slow-{row[2]}",
+                        collector.endpoint,
+                        shape=row[2],
+                        truth=truth_file,
+                        stdout=subprocess.DEVNULL,
+                        OFFLINE_MODEL_LATENCY=REALISTIC_LATENCY,
+                        **h.REAL_APP_ENV,
+                    ),
+                    REALISTIC,
+                )
+            )
+        procs += [proc for proc, _ in started]
+        began = time.monotonic()
+        conversations = [(name, kind, url) for (name, kind, _, _), (_, url) in zip(REALISTIC, started, strict=True)]
+        records = h.run_supervisor(collector.endpoint, conversations, turns, REALISTIC_LATENCY)
+        ran = time.monotonic() - began
+        spans = h.wait_for_hops(collector.spans_file, len(records))
+        judged = time.monotonic() - began
+        truth = h.read_truth(truth_file)
+        print(
+            f"\nRealistic latency: {REALISTIC_LATENCY} s per model call (supervisor plan + specialist + supervisor "
+            f"summarise), apps' default 5 s batch delay, groupbytrace 5 s; {ran:.0f} s of traffic, "
+            f"every verdict after {judged:.0f} s"
+        )
+        print(f"  {'conversation':<28} {'turn':<5}{'contextId sent':<16}{'model saw':<11}{'truth':<19}verdict")
+        what = {name: f"{name} ({kind})" for name, kind, _, _ in REALISTIC}
+        for rec in sorted(records, key=lambda r: (r["conversation"], r["turn"])):
+            hops = [s for s in h.hop_spans(spans) if s.trace_id == rec["trace_id"]]
+            got = "+".join(str(s.attributes.get("agent_identity.hop.result")) for s in hops) or "no verdict"
+            seen = truth.get(rec["trace_id"], [])
+            want = "first_turn" if rec["turn"] == 1 else h.expected_result(rec, seen)
+            sent = "minted" if rec["turn"] == 1 and rec["requested"] else ("yes" if rec["requested"] else "none")
+            print(f"  {what[rec['conversation']]:<28} {rec['turn']:<5}{sent:<16}{seen!s:<11}{want:<19}{got}")
+            if got != want:
+                problems.append(f"realistic latency, {rec['conversation']} turn {rec['turn']}: {got}, truth {want}")
+    finally:
+        for proc in procs:
+            h.stop(proc)
+        collector.stop()
+    return problems
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--collector", default=str(h.ROOT / "collector" / "_build" / "otelcol-agentidentity"))
@@ -427,6 +495,7 @@ def main() -> int:
         problems += metrics(collector.metrics_port, records, truth)
         problems += restarting_delegates(urls["plain"], collector, work, args.turns)
         problems += recovery(args.collector, work / "recovery")
+        problems += realistic(args.collector, work / "realistic")
         zb.show_links(zipkin, records, spans)  # one link per conversation, one to the flagged hops; waits for Enter
     except Exception as exc:
         print(f"demo could not run: {exc}", file=sys.stderr)

@@ -21,7 +21,8 @@ Shapes (``CONTINUES``: what really happens on turns 2+ of one contextId):
     ``previous_response_id`` (the executor keeps the last response id per context). Continues.
 
 Ground truth: each model reports how many messages of the conversation it saw per request
-(``a2a_serve.write_truth``: 1, 3, 5 when it continues; 1, 1, 1 when it forgets).
+(``a2a_serve.write_truth``: 1, 3, 5 when it continues; 1, 1, 1 when it forgets). Each model call
+takes ``OFFLINE_MODEL_LATENCY`` seconds (``model_latency``; default 0).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from typing import Any
 
 from a2a.helpers.proto_helpers import get_message_text, new_text_message
 from a2a.server.agent_execution import AgentExecutor
+from model_latency import think
 
 CONTINUES = {
     "langgraph-thread": True,
@@ -74,10 +76,10 @@ def _langgraph(shape: str, name: str, truth: Truth):
 
     model = OfflineToolModel()
 
-    def respond(state: MessagesState, config) -> dict:
+    async def respond(state: MessagesState, config) -> dict:
         messages = state["messages"]
         truth(len(messages), config.get("configurable", {}).get("thread_id"))
-        return {"messages": [model.invoke(messages)]}
+        return {"messages": [await model.ainvoke(messages)]}
 
     graph = StateGraph(MessagesState)
     graph.add_node("respond", respond)
@@ -147,7 +149,12 @@ def _openai_agents(shape: str, name: str, truth: Truth):
         truth(seen, current[0])
         return [assistant_message(f"seen={seen}")]
 
-    model = ScriptedModel()
+    class Model(ScriptedModel):
+        async def get_response(self, *args: Any, **kwargs: Any) -> Any:
+            await think()
+            return await super().get_response(*args, **kwargs)
+
+    model = Model()
     agent = Agent(name=name, instructions="answer briefly", model=model)
 
     async def answer(text: str, context_id: str) -> str:

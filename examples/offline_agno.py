@@ -3,7 +3,8 @@
 ``OfflineToolModel`` calls the first tool it is given with the user's text as its ``city``
 argument when the last message is the user's, else answers ``"seen=<n> weather=<tool result>"``,
 where ``n`` is the number of messages Agno gave it: the ground truth of whether the run resumed
-the session's history. The same rules as ``offline_langchain.OfflineToolModel``.
+the session's history. The same rules as ``offline_langchain.OfflineToolModel``; async calls take
+``OFFLINE_MODEL_LATENCY`` seconds (``model_latency``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 
 from agno.models.base import Model
 from agno.models.response import ModelResponse
+from model_latency import think
 
 _calls = itertools.count(1)
 
@@ -66,6 +68,7 @@ class OfflineToolModel(Model):
         run_response=None,
         **kwargs,
     ) -> ModelResponse:
+        await think()
         return self._respond(messages, tools)
 
     def invoke_stream(
@@ -90,6 +93,7 @@ class OfflineToolModel(Model):
         run_response=None,
         **kwargs,
     ) -> AsyncIterator[ModelResponse]:
+        await think()
         yield self._respond(messages, tools)
 
     def _parse_provider_response(self, response: Any, **kwargs) -> ModelResponse:

@@ -9,7 +9,8 @@ It reports how many messages it saw on each call (the ground truth of continuity
 conversation that continues, 1, 1, 1 on one that forgets): in ``seen`` and, with ``truth=PATH``
 (default: the ``OFFLINE_CHAT_TRUTH`` environment variable), as one JSON line per call
 ``{"trace_id", "messages", "conversation_id"}`` appended to that file. With service-side history the
-service counts the messages it holds for the conversation plus those sent.
+service counts the messages it holds for the conversation plus those sent. Each call takes
+``OFFLINE_MODEL_LATENCY`` seconds (``model_latency``; default 0).
 When the agent has a tool and the user's last message contains ``"weather"``, it first asks for the
 tool ``get_weather(city=...)``; when it names another of the agent's tools, it asks for that tool with
 no arguments; then it answers with the tool's result (so runs have tool spans).
@@ -24,6 +25,7 @@ import os
 from typing import Any
 
 from agent_framework.observability import ChatTelemetryLayer
+from model_latency import think
 from opentelemetry import trace
 
 from agent_framework import (
@@ -110,6 +112,7 @@ class RawOfflineChatClient(BaseChatClient):
         if not stream:
 
             async def _get() -> ChatResponse:
+                await think()
                 return ChatResponse(
                     messages=[Message(role="assistant", contents=contents)],
                     conversation_id=conversation_id,
@@ -119,6 +122,7 @@ class RawOfflineChatClient(BaseChatClient):
             return _get()
 
         async def _updates():
+            await think()
             for content in contents:
                 if content.type == "text":
                     for word in content.text.split(" "):

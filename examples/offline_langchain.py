@@ -3,7 +3,8 @@
 ``OfflineToolModel`` calls the first bound tool (``bind_tools``) with the user's text as its
 ``city`` argument when the last message is the user's, else answers ``"seen=<n> weather=<tool
 result>"``, where ``n`` is the number of messages it was given: the ground truth of whether the
-graph resumed the thread's history. It makes a ``chat offline`` span per call (attribute
+graph resumed the thread's history; an async call takes ``OFFLINE_MODEL_LATENCY`` seconds
+(``model_latency``). It makes a ``chat offline`` span per call (attribute
 ``offline.seen``), as an instrumented model client would.
 """
 
@@ -16,6 +17,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.utils.function_calling import convert_to_openai_tool
+from model_latency import think
 from opentelemetry import trace
 
 _tracer = trace.get_tracer("offline-langchain")
@@ -50,3 +52,9 @@ class OfflineToolModel(BaseChatModel):
                 result = last.content if isinstance(last, ToolMessage) else "-"
                 message = AIMessage(content=f"seen={len(messages)} weather={result}")
         return ChatResult(generations=[ChatGeneration(message=message)])
+
+    async def _agenerate(
+        self, messages: list[BaseMessage], stop: list[str] | None = None, run_manager: Any = None, **kwargs: Any
+    ) -> ChatResult:
+        await think()  # OFFLINE_MODEL_LATENCY seconds, then the same answer as a sync call
+        return self._generate(messages, stop, None, **kwargs)

@@ -7,7 +7,8 @@ five shapes real A2A services take. No tracing code of its own: run it under the
 ``--shape``:
   - ``session-service``: an a2a-sdk ``AgentExecutor`` keeping one ``AgentSession`` per contextId,
     the agent on a service-managed model (server-side threads: the agent reports the thread id,
-    another namespace than the contextId). Continues.
+    another namespace than the contextId). Continues. A request sent with ``return_immediately``
+    is served as a long-running task (SUBMITTED, WORKING, then the reply as an artifact).
   - ``session-local``: the same executor, the agent on a local-history model. Continues.
   - ``a2a-executor``: Agent Framework's own ``agent_framework.a2a.A2AExecutor(agent)``, which builds
     a new ``AgentSession(session_id=contextId)`` per request: it keeps the id and loses the state.
@@ -40,8 +41,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import framework_specialists
-from a2a.helpers.proto_helpers import get_message_text, new_text_message
+from a2a.helpers.proto_helpers import get_message_text, new_task_from_user_message, new_text_message
 from a2a.server.agent_execution import AgentExecutor
+from a2a.server.tasks import TaskUpdater
+from a2a.types import Part
 from a2a_serve import executor_app, serve, write_truth
 from agent_framework.a2a import A2AExecutor
 from offline_chat import OfflineChatClient
@@ -71,18 +74,32 @@ class ForgetfulAgent(Agent):
 
 
 class SessionExecutor(AgentExecutor):
-    """One ``AgentSession`` per contextId, kept in memory: the agent continues every context."""
+    """One ``AgentSession`` per contextId, kept in memory: the agent continues every context.
+
+    A request sent with ``return_immediately`` is served as a long-running task: answered
+    SUBMITTED, then WORKING, then the agent runs and the task completes with its reply as an
+    artifact (the caller polls ``GetTask`` or subscribes, ``SubscribeToTask``)."""
 
     def __init__(self, agent: Agent) -> None:
         self.agent = agent
         self.sessions: dict[str, AgentSession] = {}
 
     async def execute(self, context, event_queue) -> None:
+        task = bool(getattr(context.configuration, "return_immediately", False))
+        if task:
+            if context.current_task is None:
+                await event_queue.enqueue_event(new_task_from_user_message(context.message))
+            updater = TaskUpdater(event_queue, context.task_id, context.context_id)
+            await updater.start_work()
         session = self.sessions.get(context.context_id)
         if session is None:
             session = self.sessions[context.context_id] = self.agent.create_session(session_id=context.context_id)
         reply = await self.agent.run(context.get_user_input(), session=session)
-        await event_queue.enqueue_event(new_text_message(reply.text, context_id=context.context_id))
+        if task:
+            await updater.add_artifact([Part(text=reply.text)], name="reply")
+            await updater.complete()
+        else:
+            await event_queue.enqueue_event(new_text_message(reply.text, context_id=context.context_id))
 
     async def cancel(self, context, event_queue) -> None:
         return None

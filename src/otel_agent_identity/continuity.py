@@ -6,6 +6,8 @@
 - :class:`SeenKeys`: delegation keys this process already received (``served_delegations``: duplicate
   deliveries) and already executed (``executed_delegations``: duplicate executions, see
   :func:`note_execution`).
+- ``answered_contexts``: (A2A endpoint, contextId) pairs a remote agent answered this process in,
+  so a send can tell a client-minted first contextId from a context to continue.
 - :func:`new_conversation`: the application says a new conversation/context is intended.
 - :func:`serving_requested`: the contextId the A2A request being served asked to continue.
 - :func:`resumed`: the application declares whether the request being served resumed prior state.
@@ -14,7 +16,8 @@
   callee that rebuilds its conversation every request) is marked ``agent_identity.conversation.previous_id``.
 
 Memory: at most ``MAX_CONVERSATIONS`` caller conversations x ``MAX_AGENTS_PER_CONVERSATION``
-remote agents (served: contextIds x serving agents), and ``MAX_DELEGATIONS`` delegation keys; an
+remote agents (served: contextIds x serving agents), and ``MAX_DELEGATIONS`` delegation keys (and
+answered contexts); an
 entry untouched for ``IDLE_SECONDS`` (the conversation went quiet) is dropped, the least recently
 used goes first when full.
 """
@@ -259,6 +262,12 @@ class SeenKeys:
                 del self._data[oldest]
             return touched is not None and now - touched <= self.idle_seconds
 
+    def has(self, key: str) -> bool:
+        """Whether ``key`` was recorded (and not expired), without recording it."""
+        with self._lock:
+            touched = self._data.get(key)
+            return touched is not None and time.monotonic() - touched <= self.idle_seconds
+
 
 #: the process-wide memories
 delegate_contexts = DelegateContexts()
@@ -306,6 +315,10 @@ def note_execution() -> None:
     except Exception:
         pass
 
+
+#: ``destination + NUL + contextId`` of every context a remote agent answered this process in:
+#: a send requesting one of them is not a first turn (``agent_identity.conversation.answered_before``)
+answered_contexts = SeenKeys()
 
 #: contextId -> {serving agent name -> the agent conversation that served it last}
 served_conversations = DelegateContexts()

@@ -1,8 +1,8 @@
 """A send the caller cancels (``asyncio.wait_for``) before any answer arrived: its CLIENT span gets
-``agent_identity.send.cancelled=true`` and keeps status UNSET; a send that got its answer, or was
-cancelled only after the first response event, is not marked. The callee is a real a2a-sdk server
-on 127.0.0.1 (``examples/charge_specialist.py``) that completes the work at once and holds every
-response 3 s; its record of the charges it made is the ground truth."""
+``agent_identity.send.cancelled=true`` and keeps status UNSET, as does a stream cancelled while
+its task was still SUBMITTED/WORKING (issue 32); a send that got its answer is not marked. The
+callee is a real a2a-sdk server on 127.0.0.1 (``examples/charge_specialist.py``) that completes
+the work at once and holds every response 3 s; its record of the charges it made is the ground truth."""
 
 from __future__ import annotations
 
@@ -92,7 +92,7 @@ async def test_direct_send_answered_is_not_marked(instrumentor, exporter, paymen
     assert CANCELLED not in span.attributes
 
 
-async def test_stream_cancelled_after_its_first_event_is_not_marked(instrumentor, exporter, streaming_specialist):
+async def test_stream_cancelled_while_its_task_is_submitted_is_marked(instrumentor, exporter, streaming_specialist):
     first = asyncio.Event()
 
     async def consume():
@@ -109,7 +109,10 @@ async def test_stream_cancelled_after_its_first_event_is_not_marked(instrumentor
     with pytest.raises(asyncio.CancelledError):
         await task
     span = _client_span(exporter)
-    assert CANCELLED not in span.attributes
+    # the stream's first event is the task, SUBMITTED: the caller walked away before its answer
+    assert span.attributes.get("a2a.task.state") in ("TASK_STATE_SUBMITTED", "TASK_STATE_WORKING")
+    assert span.attributes.get("a2a.task.id")
+    assert span.attributes.get(CANCELLED) is True
     assert span.status.status_code is StatusCode.UNSET
 
 

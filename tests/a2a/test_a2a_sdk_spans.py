@@ -101,12 +101,13 @@ def test_without_a2a_sdk_spans_ours_are_unchanged():
         assert client["parent"] == named(spans, "app")["span"]
 
 
-async def test_a_send_that_fails_before_the_handler_still_ends_our_span_and_other_methods_get_none(
+async def test_a_send_that_fails_before_the_handler_still_ends_our_span_and_get_task_gets_its_own(
     instrumentor, exporter
 ):
     """In process (routes built after ``instrument()``, httpx's ASGI transport): a JSON-RPC send
     whose params a2a-sdk rejects never reaches the request handler; the SERVER span the dispatcher's
-    wrapper started ends anyway, in the caller's trace. A ``GetTask`` gets no span of ours."""
+    wrapper started ends anyway, in the caller's trace. A ``GetTask`` (a long-running task's poll)
+    gets a ``GetTask`` SERVER span of ours, in the caller's trace too (``adapters/a2a/tasks.py``)."""
     import httpx
     from a2a_serve import ReplyExecutor, executor_app
 
@@ -119,5 +120,6 @@ async def test_a_send_that_fails_before_the_handler_still_ends_our_span_and_othe
             response = await http.post(url, json=body, headers={"traceparent": caller, "A2A-Version": "1.0"})
             assert "error" in response.json()
     ours = [s for s in exporter.get_finished_spans() if s.instrumentation_scope.name == "otel_agent_identity"]
-    assert [s.name for s in ours] == ["SendMessage"]
-    assert format(ours[0].context.trace_id, "032x") == "ab" * 16 and format(ours[0].parent.span_id, "016x") == "cd" * 8
+    assert [s.name for s in ours] == ["SendMessage", "GetTask"]
+    for span in ours:
+        assert format(span.context.trace_id, "032x") == "ab" * 16 and format(span.parent.span_id, "016x") == "cd" * 8

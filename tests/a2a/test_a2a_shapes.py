@@ -146,7 +146,9 @@ def test_every_span_that_enters_the_collector_leaves_it(run):
         time.sleep(0.5)
     accepted = _sum(text, "otelcol_receiver_accepted_spans")
     assert accepted > 0 and len(h.read_spans(collector.spans_file)) == accepted
-    assert _sum(text, "otelcol_processor_incoming_items", processor="agentidentity") == _sum(
+    # (the processor's own outgoing_items no longer equals its incoming_items: spans the join
+    # releases at the end of a wait leave from its goroutine, uncounted there; processor README)
+    assert _sum(text, "otelcol_processor_incoming_items", processor="agentidentity") >= _sum(
         text, "otelcol_processor_outgoing_items", processor="agentidentity"
     )
 

@@ -96,11 +96,12 @@ def start_collector(
     name: str = "collector",
     ports: dict | None = None,
     extra_configs: tuple[str, ...] = (),
-    **env: str,
+    **env: str | None,
 ) -> Collector:
     """Start the collector with ``collector-config/<config>`` (then each of ``extra_configs``, merged
     over it) on free loopback ports, or on ``ports`` (a restart: ``restart_collector``);
-    ``env`` overrides its environment (e.g. ``GROUPBYTRACE_WAIT``, default 1s). Returns once its
+    ``env`` overrides its environment (e.g. ``GROUPBYTRACE_WAIT``, default 1s; a value of None
+    drops the variable: the shipped default applies). Returns once its
     pipelines run (health_check answers 200, where the config has one; else its telemetry
     endpoint). A free port taken by another process before the collector bound it: started again
     on new ports (at most 3 times)."""
@@ -138,7 +139,9 @@ def _start_collector(config, workdir, name, ports, extra_configs, env) -> Collec
         AGENT_IDENTITY_SPANS_FILE=str(spans_file),
         GROUPBYTRACE_WAIT="1s",
     )
-    full_env.update(env)
+    full_env.update({k: v for k, v in env.items() if v is not None})
+    for key in [k for k, v in env.items() if v is None]:  # None: the shipped config's default
+        full_env.pop(key, None)
     args = [COLLECTOR]
     for path in (config, *extra_configs):
         args += ["--config", str(CONFIGS / path)]
@@ -203,15 +206,18 @@ class Prometheus(Process):
         return data["data"]["result"] if data.get("status") == "success" else []
 
 
-def start_prometheus(workdir: Path, targets: list[str]) -> Prometheus:
-    """A private Prometheus (own config, data dir and free port) scraping ``targets`` every second."""
+def start_prometheus(
+    workdir: Path, targets: list[str], rule_files: tuple[str, ...] = ("agent-identity",)
+) -> Prometheus:
+    """A private Prometheus (own config, data dir and free port) scraping ``targets`` every second,
+    evaluating ``collector-config/alerts/<name>.rules.yaml`` for each of ``rule_files``."""
     workdir.mkdir(parents=True, exist_ok=True)
     config = workdir / "prometheus.yml"
     config.write_text(
         json.dumps(
             {  # JSON is YAML
                 "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
-                "rule_files": [str(CONFIGS / "alerts" / "agent-identity.rules.yaml")],
+                "rule_files": [str(CONFIGS / "alerts" / f"{name}.rules.yaml") for name in rule_files],
                 "scrape_configs": [{"job_name": "otelcol", "static_configs": [{"targets": targets}]}],
             }
         )

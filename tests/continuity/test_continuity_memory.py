@@ -59,6 +59,15 @@ def test_seen_keys_from_the_second_sighting_and_bounded():
     assert not seen.seen_before("d1")
 
 
+def test_seen_keys_has_looks_without_recording_and_expires():
+    seen = continuity.SeenKeys(max_keys=2, idle_seconds=3600)
+    assert not seen.has("ctx") and not seen.has("ctx")  # a look records nothing
+    seen.seen_before("ctx")
+    assert seen.has("ctx")
+    seen.idle_seconds = -1.0  # every entry is now idle
+    assert not seen.has("ctx")
+
+
 def test_new_conversation_is_scoped():
     assert not continuity.new_conversation_declared()
     with continuity.new_conversation():

@@ -22,8 +22,9 @@ Server (``DefaultRequestHandlerV2`` and ``LegacyRequestHandler`` ``on_message_se
 already current; over HTTP it starts in the dispatcher's send endpoint (``JsonRpcDispatcher``,
 ``RestDispatcher``), before a2a-sdk's own spans, so they too are in the caller's trace. The
 executor runs in a copy of that context (a2a-sdk captures it per request), so the serving agent
-run is its descendant. Attributes: :mod:`.attributes`; the client side is
-:mod:`.client`, the server side :mod:`.server`.
+run is its descendant. A long-running task's ``GetTask``, ``SubscribeToTask`` and ``CancelTask``
+get a CLIENT and a SERVER span each (:mod:`.tasks`). Attributes: :mod:`.attributes`; the client
+side is :mod:`.client`, the server side :mod:`.server`.
 """
 
 from __future__ import annotations
@@ -36,6 +37,9 @@ from otel_agent_identity.adapters._base import Wrapped
 from otel_agent_identity.adapters.a2a import v03
 from otel_agent_identity.adapters.a2a.client import NAME, SendTarget, context_rule, inject_trace_context, send_wrapper
 from otel_agent_identity.adapters.a2a.server import dispatch_wrapper, server_wrapper
+from otel_agent_identity.adapters.a2a.tasks import CLIENT_METHODS, SERVER_METHODS
+from otel_agent_identity.adapters.a2a.tasks import client_wrapper as task_client_wrapper
+from otel_agent_identity.adapters.a2a.tasks import server_wrapper as task_server_wrapper
 
 __all__ = ["NAME", "REQUIREMENTS", "SendTarget", "context_rule", "inject_trace_context", "uninstrument"]
 
@@ -47,7 +51,13 @@ _wrapped = Wrapped()
 def instrument_client(handler: RunHandler) -> None:
     """Wrap ``BaseClient.send_message`` (module ``a2a.client.base_client``, imported by the application)."""
     base = importlib.import_module("a2a.client.base_client")
-    _wrapped.wrap(base.BaseClient, "send_message", (v03.send_wrapper if v03.installed() else send_wrapper)(handler))
+    if v03.installed():  # a2a-sdk 0.3: sends only (its task methods keep their own behaviour)
+        _wrapped.wrap(base.BaseClient, "send_message", v03.send_wrapper(handler))
+        return
+    _wrapped.wrap(base.BaseClient, "send_message", send_wrapper(handler))
+    for method, a2a_method in CLIENT_METHODS.items():  # a long-running task's GetTask, SubscribeToTask, CancelTask
+        if method in base.BaseClient.__dict__:
+            _wrapped.wrap(base.BaseClient, method, task_client_wrapper(handler.tracer, a2a_method))
 
 
 #: the server request handlers, each wrapped when the application imports its module
@@ -83,6 +93,9 @@ def instrument_server(handler: RunHandler) -> None:
         for method, streaming in (("on_message_send", False), ("on_message_send_stream", True)):
             if method in cls.__dict__ and (cls, method) not in _wrapped:
                 _wrapped.wrap(cls, method, server_wrapper(handler.tracer, streaming))
+        for method, a2a_method in () if v03.installed() else SERVER_METHODS.items():  # 1.x tasks only
+            if method in cls.__dict__ and (cls, method) not in _wrapped:
+                _wrapped.wrap(cls, method, task_server_wrapper(handler.tracer, a2a_method))
     for module_name, cls_name, methods in _DISPATCH_TARGETS:
         cls = getattr(sys.modules.get(module_name), cls_name, None)
         for endpoint, sends in methods.items() if cls is not None else ():

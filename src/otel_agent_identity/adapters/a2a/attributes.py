@@ -102,7 +102,7 @@ def request_attributes(request: Any, client: Any = None, *, streaming: bool = Fa
     if tenant:
         out[attrs.A2A_TENANT] = tenant
     if client is not None:
-        out.update(_endpoint_attributes(client))
+        out.update(endpoint_attributes(client))
     return out
 
 
@@ -111,7 +111,7 @@ def transport_url(client: Any) -> str | None:
     return nonempty_str(getattr(getattr(client, "_transport", None), "url", None))
 
 
-def _endpoint_attributes(client: Any) -> dict[str, Any]:
+def endpoint_attributes(client: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
     url = transport_url(client)
     interfaces = getattr(getattr(client, "_card", None), "supported_interfaces", None) or ()
@@ -170,6 +170,9 @@ def event_facts(item: Any) -> dict[str, Any]:
             pass
     return out
 
+
+#: task states of work still under way: a send cancelled after one of them lost its response
+PENDING_STATES = frozenset({"TASK_STATE_SUBMITTED", "TASK_STATE_WORKING"})
 
 #: terminal task states that mean the delegated work failed (A2A ``TaskState``)
 FAILED_STATES = frozenset({"TASK_STATE_FAILED", "TASK_STATE_REJECTED"})

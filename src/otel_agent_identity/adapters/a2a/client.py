@@ -110,6 +110,11 @@ def _begin_send(handler: RunHandler, client: Any, args: tuple, kwargs: dict):
     did = new_delegation_id(transport_key=getattr(message, "message_id", None) or None)
     request_attrs = facts.request_attributes(request, client, streaming=facts.client_streams(client))
     requested = facts.requested_context(message)
+    destination = facts.transport_url(client) or facts.card_name(client) or ""
+    if requested:  # a context this endpoint never answered this process in is a first turn
+        request_attrs[attrs.CONVERSATION_ANSWERED_BEFORE] = continuity.answered_contexts.has(
+            f"{destination}\0{requested}"
+        )
     scope = current_scope()
     span: Any = _enclosing_agent_span(scope)
     kwargs = dict(kwargs)
@@ -122,11 +127,11 @@ def _begin_send(handler: RunHandler, client: Any, args: tuple, kwargs: dict):
         set_trusted(span, {attrs.DELEGATION_ID: did})
         kwargs["context"] = inject_trace_context(kwargs.get("context"))
         memo = _check_restart(span, scope.parent_conversation_id, client, message, _a2a_agent_framework(scope))
-        return None, kwargs, _Responses(span, scope, None, requested, memo)
+        return None, kwargs, _Responses(span, scope, None, requested, memo, destination)
     outer = scope
     name = facts.card_name(client)
     target = SendTarget(getattr(message, "context_id", None))
-    seen = _Responses(None, None, target, requested, None)
+    seen = _Responses(None, None, target, requested, None, destination)
     spec = agent_span_spec(
         name or "a2a",
         None,
@@ -190,30 +195,43 @@ class _Responses:
 
     A response in another context than the one sent (``requested``) marks the span
     ``agent_identity.conversation.changed=true``: the caller alone sees a callee that answered
-    elsewhere, instrumented or not. First turn (no contextId sent): the ``context_id`` the server
+    elsewhere, instrumented or not. Each context answered in is remembered per destination
+    (``continuity.answered_contexts``): a later send requesting it carries
+    ``agent_identity.conversation.answered_before=true``. First turn (no contextId sent): the ``context_id`` the server
     assigned becomes the hop's conversation id, for spans started from then on (``scope.learn``)
     and on the delegation span (a direct send: through :func:`context_rule` when its run finishes;
     an ``A2AAgent`` run without a session, whose extractor has nothing to report: set here).
 
-    A send cancelled before any response event (``asyncio.wait_for``, ``asyncio.timeout``, a
-    cancelled task) marks the span ``agent_identity.send.cancelled=true`` (:meth:`cancelled`; the
+    A send cancelled before any response event, or after events that left the task SUBMITTED or
+    WORKING (``asyncio.wait_for``, ``asyncio.timeout``, a cancelled task), marks the span
+    ``agent_identity.send.cancelled=true`` (:meth:`cancelled`; the
     status stays UNSET): the collector then counts the callee's completed work as a lost response.
     It is also the owner of an ``A2AAgent`` send's stream (``enter``/``exit``/``finish``), whose
     span ends later, with the run.
     """
 
-    __slots__ = ("answered", "memo", "requested", "scope", "span", "target")
+    __slots__ = ("answered", "answered_in", "destination", "memo", "requested", "scope", "span", "state", "target")
 
     def __init__(
-        self, span: Any, scope: Any, target: SendTarget | None, requested: str | None, memo: tuple[str, str] | None
+        self,
+        span: Any,
+        scope: Any,
+        target: SendTarget | None,
+        requested: str | None,
+        memo: tuple[str, str] | None,
+        destination: str,
     ) -> None:
         self.span, self.scope, self.target, self.requested, self.memo = span, scope, target, requested, memo
+        self.destination = destination
         self.answered = False
+        self.state: str | None = None  # the last task state an event carried
+        self.answered_in: str | None = None  # the context last remembered as answered (once per send)
 
     def cancelled(self, error: BaseException) -> dict[str, Any]:
         """``{agent_identity.send.cancelled: True}`` when ``error`` is ``asyncio.CancelledError`` and
-        no response event arrived, else empty (``SpanSpec.on_error`` of a direct send)."""
-        if self.answered or not is_one_of(error, _CANCELLED):
+        no response event arrived or the last one left the task SUBMITTED/WORKING, else empty
+        (``SpanSpec.on_error`` of a direct send)."""
+        if (self.answered and self.state not in facts.PENDING_STATES) or not is_one_of(error, _CANCELLED):
             return {}
         return {attrs.SEND_CANCELLED: True}
 
@@ -225,7 +243,7 @@ class _Responses:
 
     def finish(self, result: Any = None, error: BaseException | None = None) -> None:
         """The end of an ``A2AAgent`` send's stream: marks a cancelled one on the run's span. Never raises."""
-        if error is None or self.answered:
+        if error is None:
             return
         try:
             if self.span.is_recording():
@@ -238,6 +256,10 @@ class _Responses:
         try:
             observed = facts.event_facts(item)
             span, target, assigned = self.span, self.target, observed.get("context_id")
+            self.state = observed.get("state", self.state)
+            if assigned and assigned != self.answered_in:  # a stream's events repeat it: remembered once
+                self.answered_in = assigned
+                continuity.answered_contexts.seen_before(f"{self.destination}\0{assigned}")
             if target is not None and target.context_id is None and assigned:
                 target.context_id = assigned  # first turn: the server's id
             scope = self.scope

@@ -33,7 +33,7 @@ _PROPAGATOR = TraceContextTextMapPropagator()
 _BAGGAGE = W3CBaggagePropagator()
 
 
-def _headers(call_context: Any) -> Mapping[str, str]:
+def request_headers(call_context: Any) -> Mapping[str, str]:
     """Request headers, lower-cased: ``state["headers"]`` (HTTP routes) or the gRPC invocation
     metadata of ``state["grpc_context"]`` (``GrpcHandler``)."""
     state = getattr(call_context, "state", None)
@@ -49,7 +49,7 @@ def _headers(call_context: Any) -> Mapping[str, str]:
     return {str(k).lower(): v for k, v in headers.items() if isinstance(v, str)}
 
 
-def _parent(headers: Mapping[str, str]) -> otel_context.Context:
+def parent_context(headers: Mapping[str, str]) -> otel_context.Context:
     """The current context when it already continues the caller's trace (a transport server span
     extracted the headers), else the context extracted from ``traceparent``: a current span of
     another trace (a2a-sdk's own spans of a request no wrapped dispatcher served start a new
@@ -92,7 +92,7 @@ def dispatch_wrapper(tracer: trace.Tracer, streaming: bool | None):
         try:
             if not isinstance(headers, Mapping) or "traceparent" not in headers or suppressed():
                 return wrapped(*args, **kwargs)
-            parent = _parent(headers)
+            parent = parent_context(headers)
         except Exception:
             _logger.debug("otel-agent-identity: reading a2a request headers failed", exc_info=True)
             return wrapped(*args, **kwargs)
@@ -131,7 +131,7 @@ async def _dispatch(tracer, streaming, request, parent, wrapped, args, kwargs):
             end_span(span, error)
 
 
-def _agent_name(handler: Any) -> str | None:
+def agent_name(handler: Any) -> str | None:
     card = getattr(handler, "_agent_card", None) or getattr(handler, "agent_card", None)
     name = getattr(card, "name", None)
     return name if isinstance(name, str) and name else None
@@ -152,12 +152,12 @@ def _inbound(span: Any, headers: Mapping[str, str], ctx: otel_context.Context) -
 def start_server_span(tracer: trace.Tracer, handler: Any, params: Any, call_context: Any, streaming: bool):
     """Start the SERVER span of one A2A request (or take the one :func:`dispatch_wrapper` started
     for it); returns ``(span, context with the span)``."""
-    headers = _headers(call_context)
+    headers = request_headers(call_context)
     span_attrs = facts.request_attributes(params, streaming=streaming)
     version = headers.get("a2a-version")
     if version:
         span_attrs[attrs.A2A_PROTOCOL_VERSION] = version
-    name = _agent_name(handler)
+    name = agent_name(handler)
     if name:
         span_attrs[attrs.GEN_AI_AGENT_NAME] = name
     box = _early_box()
@@ -166,7 +166,7 @@ def start_server_span(tracer: trace.Tracer, handler: Any, params: Any, call_cont
         span.set_attributes(span_attrs)
         ctx = _inbound(span, headers, otel_context.get_current())
     else:
-        parent = _parent(headers)
+        parent = parent_context(headers)
         span = tracer.start_span(
             facts.method_name(streaming), context=parent, kind=SpanKind.SERVER, attributes=span_attrs
         )
@@ -269,22 +269,30 @@ def server_wrapper(tracer: trace.Tracer, streaming: bool):
         except Exception:
             _logger.debug("otel-agent-identity: a2a server span failed", exc_info=True)
             return wrapped(*args, **kwargs)
-        if streaming:
-            token = request.enter()
-            try:
-                stream = wrapped(*args, **kwargs)
-            except BaseException as exc:
-                request.finish(error=exc)
-                raise
-            finally:
-                request.exit(token)
-            return StreamProxy(stream, request, request.observe)
-        return _send(wrapped, args, kwargs, request)
+        return run_owned(request, streaming, wrapped, args, kwargs)
 
     return wrapper
 
 
-async def _send(wrapped, args, kwargs, request: Request):
+def run_owned(owner: Any, streaming: bool, wrapped, args, kwargs):
+    """Call ``wrapped(*args, **kwargs)`` for ``owner`` (a :class:`Request`, or anything with its
+    ``enter``/``exit``/``finish``/``observe``): a stream (``streaming``) runs every pull in the
+    owner's context and ``observe`` sees each event; a coroutine is awaited in it and ``observe``
+    sees its result. The owner finishes with it (also on an error, which is re-raised)."""
+    if streaming:
+        token = owner.enter()
+        try:
+            stream = wrapped(*args, **kwargs)
+        except BaseException as exc:
+            owner.finish(error=exc)
+            raise
+        finally:
+            owner.exit(token)
+        return StreamProxy(stream, owner, owner.observe)
+    return _send(wrapped, args, kwargs, owner)
+
+
+async def _send(wrapped, args, kwargs, request: Any):
     token = request.enter()
     try:
         result = await wrapped(*args, **kwargs)
