@@ -193,9 +193,10 @@ class IdentityScope:
         self.attributes = a
 
 
-#: a one-element list shared by every task and thread that carries the with-block's context, so
-#: the supplied id goes to exactly one run, whichever starts first
+#: the id of :func:`execution`: a one-element list shared by every task and thread that carries
+#: the with-block's context, so the supplied id goes to exactly one run, whichever starts first
 _NEXT_EXECUTION_ID = otel_context.create_key("agent_identity.next_execution_id")
+#: the id of :func:`delegation`: the str itself, for every hop started in the with-block
 _NEXT_DELEGATION_ID = otel_context.create_key("agent_identity.next_delegation_id")
 
 

@@ -52,8 +52,9 @@ func newIdentityProcessor(set processor.Settings, cfg *Config) (*identityProcess
 	return p, nil
 }
 
-// processTraces analyses each trace of the batch in place. It keeps no
-// state between calls and is safe for concurrent use.
+// processTraces analyses each trace of the batch in place. Between calls it
+// keeps only the verdict memory's bounded slots (memory.go, when on); it is
+// safe for concurrent use.
 func (p *identityProcessor) processTraces(ctx context.Context, td ptrace.Traces) (ptrace.Traces, error) {
 	sc := getScratch()
 	t := &sc.tally

@@ -41,7 +41,7 @@ from opentelemetry.trace import SpanKind
 
 from otel_agent_identity import attributes as attrs
 from otel_agent_identity._runs import RunHandler, SpanSpec
-from otel_agent_identity.adapters._base import Wrapped, agent_span_spec, nonempty_str
+from otel_agent_identity.adapters._base import Wrapped, agent_span_spec, call_in, nonempty_str
 from otel_agent_identity.scope import current_scope, new_delegation_id
 from otel_agent_identity.span_processor import attributes_of, set_trusted
 
@@ -298,9 +298,7 @@ def _run_wrapper(handler: RunHandler, kind: str):
             )
         except Exception:
             run = None
-        if run is None:
-            return wrapped(*args, **kwargs)
-        return run.call(wrapped, args, kwargs)
+        return call_in(run, wrapped, args, kwargs)
 
     return wrapper
 
@@ -317,9 +315,7 @@ def _workflow_run(handler: RunHandler, wrapped, instance, args, kwargs):
         run = handler.start(framework=NAME, agent=instance, session=None, args=args, kwargs=kwargs, claim=False)
     except Exception:
         run = None
-    if run is None:
-        return wrapped(*args, **kwargs)
-    return run.call(wrapped, args, kwargs)
+    return call_in(run, wrapped, args, kwargs)
 
 
 def _learn(scope: Any, span: Any, response: Any, client: Any = None) -> None:
