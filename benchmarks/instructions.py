@@ -62,8 +62,8 @@ def _installed(module: str) -> bool:
 def _workloads():
     from opentelemetry.sdk.trace import TracerProvider
 
-    from conftest import PROVIDER
-    from otel_agent_identity.scope import SCOPE_KEY, IdentityScope, attach_context, current_context, with_value
+    from conftest import PROVIDER, attach_scope
+    from otel_agent_identity.scope import IdentityScope
 
     loop = asyncio.new_event_loop()
     run = loop.run_until_complete
@@ -261,7 +261,7 @@ def _workloads():
         return lambda: tracer.start_span("child").end()
 
     def child_in_scope():
-        token = attach_context(with_value(current_context(), SCOPE_KEY, IdentityScope("conv_1", "exec_1")))
+        token = attach_scope(IdentityScope("conv_1", "exec_1"))
         fn = child()
 
         def call():
