@@ -47,7 +47,7 @@ $(ZIPKIN_JAR):
 demo: venv collector zipkin
 	$(PY) examples/demo.py
 
-test: venv collector system-deps zipkin lint test-go test-rules test-python test-adk test-dist test-peers test-oldest test-newest
+test: venv collector system-deps zipkin lint test-go test-rules test-python test-adk test-dist test-peers test-newest
 
 # ruff (lint and format) and mypy, as configured in pyproject.toml: a violation fails make test (and CI)
 LINTED := src tests benchmarks examples
@@ -65,8 +65,10 @@ test-public-sdk: test-python
 
 # Oldest and newest legs (README, "Supported versions"), as contrib's per-version test requirements:
 # each builds its own venv and runs the unit-level suite (no e2e subprocesses or servers, no
-# collector). test-oldest pins every lower bound of pyproject.toml (tests/legs/oldest.txt);
-# test-newest takes the newest releases the registry serves (rebuilt when pyproject.toml changes).
+# collector). test-oldest pins every lower bound of pyproject.toml (tests/legs/oldest.txt; not in
+# `make test` yet: pip does not resolve that set in bounded time, pydantic-ai-slim 2.68's mcp extra
+# backtracks through fastmcp-slim, it needs transitive pins); test-newest takes the newest releases
+# the registry serves (rebuilt when pyproject.toml changes).
 LEGS := .cache/legs
 LEG_TESTS := tests --ignore=tests/google_adk --ignore=tests/peers -m "not e2e and not collector" -q -p no:cacheprovider
 $(LEGS)/oldest/.installed: pyproject.toml examples/pyproject.toml tests/legs/oldest.txt
