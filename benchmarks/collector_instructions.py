@@ -3,6 +3,7 @@ agentidentity, each under ``valgrind --tool=callgrind``, fed the same pre-encode
 requests side by side (the throughput test's replay, tests/collector/test_reliability_load.py).
 
     cd collector/distribution && CGO_ENABLED=0 go build -trimpath -o /tmp/otelcol-nocgo . && cd -
+    export PYTHONPATH=tests/collector:examples  # the collector tests' support modules it replays
     .venv/bin/python benchmarks/collector_instructions.py /tmp/otelcol-nocgo [--pipeline tier2] [--traces 2000]
     .venv/bin/python benchmarks/collector_instructions.py /tmp/otelcol-nocgo --floor  # any processor there
 
@@ -29,13 +30,11 @@ import glob
 import json
 import os
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT / "tests" / "collector"), str(ROOT / "examples")]
 CONFIGS = ROOT / "tests" / "collector" / "configs"
 PIPELINES = {  # as in test_reliability_load.THROUGHPUT: config, overlays for both, the "without" overlay
     "single-node": ("single-node.yaml", (), str(CONFIGS / "without-agentidentity.yaml")),

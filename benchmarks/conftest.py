@@ -7,11 +7,21 @@ sibling modules from their own directory (Python puts a script's directory first
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 
 PROVIDER = TracerProvider()
+
+
+def attach_scope(scope: Any) -> Any:
+    """Make ``scope`` (an ``IdentityScope``) current as a run does; returns the token for
+    ``otel_agent_identity.scope.detach_context``."""
+    from otel_agent_identity.scope import SCOPE_KEY, attach_context, current_context, with_value
+
+    return attach_context(with_value(current_context(), SCOPE_KEY, scope))
 
 
 def use_globally() -> TracerProvider:

@@ -69,8 +69,8 @@ def _installed(module: str) -> bool:
 def _workloads():
     from opentelemetry.sdk.trace import TracerProvider
 
-    from conftest import PROVIDER
-    from otel_agent_identity.scope import IdentityScope, attach
+    from conftest import PROVIDER, attach_scope
+    from otel_agent_identity.scope import IdentityScope
 
     loop = asyncio.new_event_loop()
     run = loop.run_until_complete
@@ -312,7 +312,7 @@ def _workloads():
         return lambda: tracer.start_span("child").end()
 
     def child_in_scope():
-        token = attach(IdentityScope("conv_1", "exec_1"))
+        token = attach_scope(IdentityScope("conv_1", "exec_1"))
         fn = child()
 
         def call():
@@ -377,7 +377,7 @@ def child_main(mode: str, rounds: int, n: int, only: set, labels_path: str, wall
     instrumentor on)."""
     from conftest import PROVIDER, use_globally
     from otel_agent_identity import AgentIdentityInstrumentor
-    from otel_agent_identity.scope import detach
+    from otel_agent_identity.scope import detach_context
 
     use_globally()
 
@@ -434,7 +434,7 @@ def child_main(mode: str, rounds: int, n: int, only: set, labels_path: str, wall
                 labels.append([name, k, r, elapsed])
             token = getattr(fn, "token", None)
             if token is not None:
-                detach(token)
+                detach_context(token)
     Path(labels_path).write_text(json.dumps(labels))
 
 

@@ -15,9 +15,9 @@ from offline_chat import OfflineChatClient
 from opentelemetry.sdk.trace import TracerProvider
 
 from agent_framework import Agent
-from conftest import PROVIDER
+from conftest import PROVIDER, attach_scope
 from otel_agent_identity import AgentIdentityInstrumentor
-from otel_agent_identity.scope import IdentityScope, attach, detach
+from otel_agent_identity.scope import IdentityScope, detach_context
 
 
 @pytest.fixture(scope="module")
@@ -54,10 +54,10 @@ def test_child_span(benchmark, mode):
     inst = AgentIdentityInstrumentor()
     inst.instrument(tracer_provider=PROVIDER)
     tracer = (TracerProvider() if mode.startswith("0") else PROVIDER).get_tracer("bench")
-    token = attach(IdentityScope("conv_1", "exec_1")) if mode.startswith("2") else None
+    token = attach_scope(IdentityScope("conv_1", "exec_1")) if mode.startswith("2") else None
     try:
         benchmark(lambda: tracer.start_span("child").end())
     finally:
         if token is not None:
-            detach(token)
+            detach_context(token)
         inst.uninstrument()

@@ -130,3 +130,26 @@ def test_a_hook_pending_after_uninstrument_wraps_nothing():
     assert report["after_instrument"] == []
     assert report["wrapped"] == {path: False for _, path, _ in WRAPPED}
     assert report["rewrapped"] == {path: True for _, path, _ in WRAPPED}
+
+
+MODULES = r"""
+import sys
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # what the launcher and contrib load
+provider = TracerProvider()
+bare = set(sys.modules)
+import otel_agent_identity
+otel_agent_identity.AgentIdentityInstrumentor().instrument(tracer_provider=provider)
+print(len(set(sys.modules) - bare))
+"""
+
+
+def test_instrument_without_a_framework_loads_few_modules():
+    """``instrument()`` in an application that imported no framework, on top of the SDK and
+    opentelemetry-instrumentation (which the launcher and every contrib instrumentation load, wrapt
+    and its asyncio with it): at most 50 modules more (22 at the time of writing: ours and
+    ``email.parser``)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    out = subprocess.run([sys.executable, "-c", MODULES], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert int(out.stdout.strip()) <= 50

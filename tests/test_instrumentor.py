@@ -12,8 +12,16 @@ from otel_agent_identity import AgentIdentityInstrumentor, ExtractorRegistry, Ru
 from otel_agent_identity.adapters import agent_framework as af_adapter
 
 
-def test_unknown_framework_version_is_skipped_with_one_warning(tracer_provider, monkeypatch, caplog):
-    monkeypatch.setattr(af_adapter, "REQUIREMENTS", ("agent-framework-core < 1",))
+@pytest.mark.parametrize("tested", ["older", "newer"])
+def test_unknown_framework_version_is_skipped_with_one_warning(tracer_provider, monkeypatch, caplog, tested):
+    """A release outside the adapter's tested range (``REQUIREMENTS``; pyproject.toml's extras
+    have no upper bound, so pip installs a newer one beside us): the adapter is skipped with one
+    warning naming the range, the application runs bare."""
+    from importlib.metadata import version
+
+    installed = version("agent-framework-core")
+    requirement = "agent-framework-core < 1" if tested == "older" else f"agent-framework-core >= 1.23, < {installed}"
+    monkeypatch.setattr(af_adapter, "REQUIREMENTS", (requirement,))
     original = Agent.run
     inst = AgentIdentityInstrumentor()
     with caplog.at_level(logging.WARNING, logger="otel_agent_identity"):
@@ -21,7 +29,7 @@ def test_unknown_framework_version_is_skipped_with_one_warning(tracer_provider, 
     try:
         assert Agent.run is original
         skipped = [r for r in caplog.records if "agent_framework" in r.getMessage()]
-        assert len(skipped) == 1 and "agent-framework-core < 1" in skipped[0].getMessage()
+        assert len(skipped) == 1 and requirement.split(",")[-1].strip() in skipped[0].getMessage()
     finally:
         inst.uninstrument()
 

@@ -1,39 +1,38 @@
-"""The SDK private API of :mod:`otel_agent_identity._sdk`: every feature found on the installed SDK
-(this fails loudly when a supported SDK stops calling a hook or changes its attribute store), the
-installed SDK within pyproject.toml's tested range, and issue 22's guarantees on each public-API
-fallback (the feature disabled), on a provider of its own."""
+"""The OpenTelemetry API the package relies on: public API only (no upper bound on
+opentelemetry-api/-sdk/-instrumentation/-semantic-conventions, no private name of theirs read), and
+issue 22's guarantee on it, on a provider of its own: the application's own ids exactly as the SDK
+alone leaves them, under any count or length limit."""
 
 from __future__ import annotations
 
 import gc
-import logging
 import re
 import weakref
-from importlib.metadata import version
 from pathlib import Path
 
 import pytest
 import tomllib
-from opentelemetry.attributes import BoundedAttributes
-from opentelemetry.sdk.trace import SpanLimits, SynchronousMultiSpanProcessor, TracerProvider
+from opentelemetry.sdk.trace import SpanLimits, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from packaging.requirements import Requirement
 
 from app_shapes import LIMITS, SHAPES, check
-from otel_agent_identity import _sdk
-from otel_agent_identity.scope import IdentityScope, attach, detach
-from otel_agent_identity.span_processor import IdentitySpanProcessor
+from otel_agent_identity import _context
+from otel_agent_identity.scope import IdentityScope
+from otel_agent_identity.span_processor import IdentitySpanProcessor, before_end, replace_ending
+from scope_helpers import attach, detach
 
 CONV, EXEC = "gen_ai.conversation.id", "agent_identity.execution.id"
-PYPROJECT = Path(__file__).resolve().parent.parent / "pyproject.toml"
+ROOT = Path(__file__).resolve().parent.parent
+OTEL = ("opentelemetry-api", "opentelemetry-sdk", "opentelemetry-instrumentation", "opentelemetry-semantic-conventions")
 
 
 def _provider(**limits):
     exporter = InMemorySpanExporter()
     provider = TracerProvider(span_limits=SpanLimits(**limits))
     provider.add_span_processor(SimpleSpanProcessor(exporter))
-    provider.add_span_processor(IdentitySpanProcessor())  # attaches: the detected features apply
+    provider.add_span_processor(IdentitySpanProcessor())
     return provider.get_tracer("features"), exporter
 
 
@@ -47,50 +46,39 @@ def _in_scope(fn, span_ending=None):
         detach(token)
 
 
-@pytest.fixture
-def without(request):
-    """The features named by the test's parameter disabled (their fallbacks used), then detected again."""
-    _sdk.detect(without=request.param)
-    yield request.param
-    _sdk.detect()
-    _sdk.attach(IdentitySpanProcessor)
+def test_no_upper_bound_blocks_an_opentelemetry_upgrade():
+    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    reqs = {r.name: r for r in map(Requirement, deps)}
+    for name in OTEL:
+        assert not [s for s in reqs[name].specifier if s.operator in ("<", "<=", "==", "~=")], reqs[name]
 
 
-def test_the_installed_sdk_has_every_feature_we_use():
-    """When this fails, the SDK changed what _sdk relies on: the fallbacks are in use (one warning
-    each); adapt _sdk to the new SDK before raising pyproject.toml's upper bound."""
-    assert _sdk.detect() == {"store": True, "writes": True, "ending": True}
-    _sdk.attach(IdentitySpanProcessor)
-    assert IdentitySpanProcessor._on_ending is _sdk.finish and _sdk.is_hooked()
+def test_no_private_opentelemetry_name_is_read():
+    """No ``obj._name`` of an OpenTelemetry object, no ``from opentelemetry... import _name``."""
+    private = re.compile(r"\b(?:otel_context|context|opentelemetry[\w.]*|span|provider|tracer|store)\._[a-z]\w*")
+    found = []
+    for path in (ROOT / "src" / "otel_agent_identity").rglob("*.py"):
+        text = path.read_text()
+        found += [f"{path.name}: {m.group(0)}" for m in private.finditer(text)]
+        found += [f"{path.name}: {m.group(0)}" for m in re.finditer(r"from opentelemetry[\w.]* import _\w+", text)]
+    assert not found
 
 
-def test_the_sdk_calls_our_hooks_on_a_real_span():
-    """The SDK's end calls _on_ending (no shadowed end on the span) and its writes go through the
-    hook: an application's id written later is noted, so ours is not put back in its place."""
-    calls = []
+def test_the_context_is_read_on_the_contextvar_attach_returns_and_suppression_is_seen():
+    """The current ``Context`` through the ``ContextVar`` of the ``Token`` ``context.attach``
+    returns (public), the same as the API's; ``suppress_instrumentation``'s key, as it sets it."""
+    from opentelemetry import context
+    from opentelemetry.instrumentation.utils import suppress_instrumentation
 
-    def spy(processor, span):
-        calls.append(span.name)
-        _sdk.finish(processor, span)
-
-    tracer, exporter = _provider(max_span_attributes=3)
-    IdentitySpanProcessor._on_ending = spy
+    assert _context._CURRENT is not None
+    token = _context.attach_context(context.Context({"k": 1}))
     try:
-
-        def app():
-            span = tracer.start_span("app")
-            assert "end" not in vars(span)  # the SDK's hook finishes it, not a shadowed end
-            span.set_attribute(CONV, "app-own")
-            span.set_attributes({"a": 1, "b": 2, "c": 3})  # evicts everything before
-            span.end()
-
-        _in_scope(app)
+        assert context.get_current() is _context.current_context() and context.get_value("k") == 1
     finally:
-        _sdk.attach(IdentitySpanProcessor)
-    (span,) = exporter.get_finished_spans()
-    assert calls == ["app"]
-    # the application's id was evicted by the SDK: ours is not put back in its place; our execution id is
-    assert CONV not in span.attributes and span.attributes[EXEC] == "e" * 32
+        _context.detach_context(token)
+    with suppress_instrumentation():
+        assert context.get_current().get(_context.SUPPRESS_KEY) is True and _context.suppressed()
+    assert _context.SUPPRESS_KEY != _context.SUPPRESS_KEY_PLAIN and not _context.suppressed()
 
 
 def test_a_finisher_runs_once_and_leaves_no_reference_cycle():
@@ -102,8 +90,8 @@ def test_a_finisher_runs_once_and_leaves_no_reference_cycle():
     provider.add_span_processor(IdentitySpanProcessor())
     tracer, order = provider.get_tracer("features"), []
     span = tracer.start_span("watched")
-    _sdk.before_end(span, order.append, 1)
-    _sdk.before_end(span, order.append, 2)
+    before_end(span, order.append, 1)
+    before_end(span, order.append, 2)
     ref = weakref.ref(span)
     gc.disable()
     try:
@@ -117,87 +105,45 @@ def test_a_finisher_runs_once_and_leaves_no_reference_cycle():
         gc.enable()
 
 
-def test_the_installed_sdk_is_within_the_tested_range():
-    """pyproject.toml bounds opentelemetry-sdk above (the newest version these tests passed on)."""
-    deps = tomllib.loads(PYPROJECT.read_text())["project"]["dependencies"]
-    (sdk,) = [Requirement(d) for d in deps if re.match(r"opentelemetry-sdk\b", d)]
-    assert any(spec.operator in ("<", "<=") for spec in sdk.specifier), sdk
-    assert sdk.specifier.contains(version("opentelemetry-sdk")), (sdk, version("opentelemetry-sdk"))
-
-
-def test_an_sdk_that_stops_calling_the_ending_hook_is_detected_once(monkeypatch, caplog):
-    monkeypatch.setattr(SynchronousMultiSpanProcessor, "_on_ending", lambda self, span: None)
-    monkeypatch.setattr(_sdk, "_warned", set())
-    try:
-        with caplog.at_level(logging.WARNING, logger="otel_agent_identity._sdk"):
-            assert _sdk.detect() == {"store": True, "writes": True, "ending": False}
-            _sdk.detect()
-        assert [r.getMessage() for r in caplog.records if "'ending'" in r.getMessage()] == [
-            caplog.records[0].getMessage()
-        ]
-        tracer, exporter = _provider(max_span_attributes=4)  # finished just before its end instead
-        _in_scope(lambda: _crowded(tracer))
-        (span,) = exporter.get_finished_spans()
-        assert dict(span.attributes) == {"a7": 7, "a8": 8, CONV: "conv_features", EXEC: "e" * 32}
-        assert not _sdk.recorded(span)
-    finally:
-        monkeypatch.undo()
-        _sdk.detect()
-        _sdk.attach(IdentitySpanProcessor)
-
-
-def test_an_sdk_without_the_write_path_gets_no_hook():
-    original = BoundedAttributes.__dict__["_setitem_locked"]
-    _sdk.uninstall()
-    try:
-        del BoundedAttributes._setitem_locked
-        assert _sdk.detect()["writes"] is False
-    finally:
-        BoundedAttributes._setitem_locked = original
-        _sdk.detect()
-        _sdk.attach(IdentitySpanProcessor)
-    assert _sdk.is_hooked()
-
-
-def _crowded(tracer):
-    span = tracer.start_span("chat", attributes={"a0": 0})
-    for i in range(1, 9):
-        span.set_attribute(f"a{i}", i)
-    span.end()
-
-
-FALLBACKS = [("ending",), ("writes",), ("writes", "ending"), ("store",)]
-#: without the store, a stamp under a count limit may evict the oldest creation attribute (the
-#: application's id among them): the "store" fallback holds issue 22 without a count limit only
-CASES = [
-    pytest.param(off, shape, limit, length, id=f"{'+'.join(off)}-{shape}-{limit}-{length}")
-    for off in FALLBACKS
-    for shape in SHAPES
-    for limit in (LIMITS if "store" not in off else [None])
-    for length in (None, 4)
-]
-
-
-@pytest.mark.parametrize(("without", "shape", "limit", "length"), CASES, indirect=["without"])
-def test_the_applications_own_id_wins_on_every_fallback(without, shape, limit, length):
-    """Issue 22 on each fallback: the exporter sees the application's value exactly as the SDK
-    alone leaves it; without a limit, our ids on every span."""
+@pytest.mark.parametrize("length", [None, 4])
+@pytest.mark.parametrize("limit", LIMITS)
+@pytest.mark.parametrize("shape", list(SHAPES))
+def test_the_applications_own_id_wins_with_an_ending_hook(shape, limit, length):
+    """Issue 22 with a run's ``span_ending`` hook on every span (Agent Framework's): the exporter
+    sees the application's value exactly as the SDK alone leaves it."""
     tracer, exporter = _provider(max_span_attributes=limit, max_span_attribute_length=length)
-    _in_scope(lambda: SHAPES[shape](tracer))
+    _in_scope(lambda: SHAPES[shape](tracer), span_ending=lambda span, scope: None)
     (span,) = exporter.get_finished_spans()
     check(span, shape, limit, "e" * 32, length)
-    assert not _sdk.recorded(span)
 
 
-@pytest.mark.parametrize("without", FALLBACKS, indirect=True, ids="+".join)
-def test_the_span_ending_hook_runs_on_every_fallback(without):
-    """The run's span_ending hook sees a span whose conversation id is not the run's, once, and
-    what it sets is exported."""
+@pytest.mark.parametrize("crowd", [0, 3, 8])
+def test_our_ids_go_before_the_applications_creation_ids(crowd):
+    """A span created with the application's id and ``crowd`` attributes more, then crowded under a
+    limit of 4: the SDK evicts ours first, theirs as without us."""
+    tracer, exporter = _provider(max_span_attributes=4)
+    created = {CONV: "app-own", **{f"c{i}": i for i in range(crowd)}}
+
+    def app():
+        span = tracer.start_span("app", attributes=created)
+        span.set_attributes({"late0": 0, "late1": 1})
+        span.end()
+
+    _in_scope(app)
+    (span,) = exporter.get_finished_spans()
+    truth = dict(list({**created, "late0": 0, "late1": 1}.items())[-4:])  # the SDK alone: the newest 4
+    assert {k: v for k, v in span.attributes.items() if k != EXEC} == {
+        k: v for k, v in truth.items() if k in span.attributes
+    }
+    assert span.attributes.get(CONV) == truth.get(CONV)
+
+
+def test_the_span_ending_hook_runs_before_the_end_and_what_it_sets_is_exported():
     seen = []
 
     def ending(span, scope):
         seen.append(span.name)
-        _sdk.replace_ending(span, CONV, scope.conversation_id)
+        replace_ending(span, CONV, scope.conversation_id)
 
     tracer, exporter = _provider()
 
@@ -210,29 +156,3 @@ def test_the_span_ending_hook_runs_on_every_fallback(without):
     chat, quiet = exporter.get_finished_spans()
     assert seen == ["chat"]
     assert chat.attributes[CONV] == "conv_features" and quiet.attributes[CONV] == "conv_features"
-
-
-@pytest.mark.parametrize("without", [("ending",), ("writes",)], indirect=True, ids="+".join)
-def test_count_limit_on_a_fallback(without):
-    """Without the ending hook, ours are put back just before the end; without the write notes,
-    they are not put back (the evicted value may have been the application's)."""
-    tracer, exporter = _provider(max_span_attributes=4)
-    _in_scope(lambda: _crowded(tracer))
-    (span,) = exporter.get_finished_spans()
-    if "writes" in without:
-        assert dict(span.attributes) == {"a5": 5, "a6": 6, "a7": 7, "a8": 8}
-    else:
-        assert dict(span.attributes) == {"a7": 7, "a8": 8, CONV: "conv_features", EXEC: "e" * 32}
-
-
-def test_a_disabled_sdk_is_not_reported_as_missing_features(monkeypatch, caplog):
-    monkeypatch.setenv("OTEL_SDK_DISABLED", "true")
-    monkeypatch.setattr(_sdk, "_warned", set())
-    try:
-        with caplog.at_level(logging.WARNING, logger="otel_agent_identity._sdk"):
-            assert not any(_sdk.detect().values())
-        assert not caplog.records
-    finally:
-        monkeypatch.undo()
-        _sdk.detect()
-        _sdk.attach(IdentitySpanProcessor)

@@ -35,7 +35,7 @@ from opentelemetry import trace
 from opentelemetry.instrumentation.dependencies import DependencyConflict, get_dependency_conflicts
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]  # the module is "# type: ignore"
 
-from otel_agent_identity import _sdk, boundary, metrics
+from otel_agent_identity import boundary, metrics
 from otel_agent_identity._runs import RunHandler
 from otel_agent_identity.adapters import ADAPTERS, GUARDS, HOOKS
 from otel_agent_identity.boundary import Upstream, upstream
@@ -186,7 +186,6 @@ class AgentIdentityInstrumentor(BaseInstrumentor):
         if self._handler is not None:
             self._handler.processor.enabled = False  # a provider cannot drop a processor; it goes quiet
             self._handler = None
-        _sdk.uninstall()
 
 
 #: the instrumentor whose hooks are live (None: uninstrumented), the modules given a hook, and the

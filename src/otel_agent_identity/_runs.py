@@ -14,20 +14,16 @@ from __future__ import annotations
 
 import logging
 import weakref
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from opentelemetry import trace
-from opentelemetry.trace import SpanKind
 
-from otel_agent_identity import _sdk, continuity
 from otel_agent_identity import _signals as signals
 from otel_agent_identity import attributes as attrs
-from otel_agent_identity._conversation import conversation_attributes, run_conversation_attributes
-from otel_agent_identity._errors import end_span
+from otel_agent_identity import continuity
+from otel_agent_identity._agent_span import AgentSpan, SpanSpec, _warn_short_values
+from otel_agent_identity._conversation import conversation_attributes
 from otel_agent_identity._streams import Shapes
-from otel_agent_identity.boundary import check_served
 from otel_agent_identity.extractors import (
     SOURCE_FRAMEWORK,
     Extracted,
@@ -46,57 +42,18 @@ from otel_agent_identity.scope import (
     suppressed,
     with_value,
 )
-from otel_agent_identity.span_processor import IdentitySpanProcessor, attributes_of, set_trusted, theirs
+from otel_agent_identity.span_processor import (
+    IdentitySpanProcessor,
+    note_writes,
+    set_trusted,
+)
 
 _logger = logging.getLogger(__name__)
 _PROCESSORS: weakref.WeakKeyDictionary[Any, IdentitySpanProcessor] = weakref.WeakKeyDictionary()
-_tuple_new = tuple.__new__  # a NamedTuple built without its Python-level __new__
 #: runs whose ``resumed`` the framework's own read of its store tells later (an adapter's hook
 #: observes it: :func:`awaiting_run`), by id() of their scope; an entry leaves when taken or when
 #: its run finishes (a plain dict: a weak one costs ~0.05 span per run)
 _AWAITING: dict[int, Run] = {}
-#: the GenAI semconv attributes an ``invoke_agent`` span requires: on our own span they are written
-#: again, as the newest, when a count limit evicted attributes (it evicts the oldest first)
-_GENAI_REQUIRED = frozenset({attrs.GEN_AI_OPERATION_NAME, attrs.GEN_AI_PROVIDER_NAME})
-
-
-def _warn_short_values(provider: Any, config: Any) -> None:
-    """Warn (once per ``instrument()``: the processor is attached once) when ``provider`` cuts
-    span attribute values shorter than the ids we accept (``config.max_id_length``)."""
-    limit = _sdk.value_length_limit(provider)
-    longest = getattr(config, "max_id_length", None)
-    if limit is not None and isinstance(longest, int) and limit < longest:
-        _logger.warning(
-            "otel-agent-identity: span attribute values are cut at %d characters "
-            "(OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT, else OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT, or span_limits) "
-            "but ids of up to %d are accepted "
-            "(OTEL_INSTRUMENTATION_AGENT_IDENTITY_MAX_ID_LENGTH): a longer id is cut on spans, and a caller "
-            "and callee that cut it differently make the collector report context_changed falsely; "
-            "set the limit to at least %d, or max_id_length to at most %d",
-            limit,
-            longest,
-            longest,
-            limit,
-        )
-
-
-@dataclass
-class SpanSpec:
-    """An agent span to create because the framework emits none (``kind``: CLIENT for remote agents).
-
-    ``on_end(result) -> dict``: attributes read from the run's result just before the span ends
-    (called only when the run returned one; what it raises is logged, the span still ends).
-    ``on_error(error) -> dict``: the same for a run that raised ``error`` (a failure or not).
-    """
-
-    name: str
-    kind: SpanKind = SpanKind.INTERNAL
-    attributes: dict[str, Any] = field(default_factory=dict)
-    #: exception types that end the run as control flow, not as its failure (e.g. LangGraph's
-    #: ``GraphBubbleUp``: an interrupt or a ``Command`` to the parent graph); the span stays OK
-    not_failures: tuple = ()
-    on_end: Callable[[Any], dict[str, Any]] | None = None
-    on_error: Callable[[BaseException], dict[str, Any]] | None = None
 
 
 class RunHandler:
@@ -178,26 +135,26 @@ class RunHandler:
                 self.attach_processor(self.provider)
             return Run(
                 self,
-                framework,
-                agent,
-                session,
-                args,
-                kwargs,
-                rule,
-                span,
-                run_id,
-                delegation_id,
-                agent_step,
-                claim,
-                resumed,
-                recheck or self.registry.has_overrides,
+                framework=framework,
+                args=args,
+                kwargs=kwargs,
+                agent=agent,
+                session=session,
+                rule=rule,
+                span_spec=span,
+                run_id=run_id,
+                delegation_id=delegation_id,
+                agent_step=agent_step,
+                claim=claim,
+                resumed=resumed,
+                recheck=recheck or self.registry.has_overrides,
             )
         except Exception:
             _logger.debug("otel-agent-identity: could not start run tracking", exc_info=True)
             return None
 
 
-class Run(Shapes):
+class Run(Shapes, AgentSpan):
     """One tracked run. ``enter()``/``exit()`` bracket every piece of the run's execution; ``call``,
     ``wrap_result``, ``finish_when_done`` (from :class:`~otel_agent_identity._streams.Shapes`) run
     the wrapped call with its return shape kept.
@@ -218,6 +175,7 @@ class Run(Shapes):
         "_ctx",
         "_finished",
         "_h",
+        "_noted",
         "_own_story",
         "_pre",
         "_recheck",
@@ -234,14 +192,15 @@ class Run(Shapes):
         """The keyword arguments of the wrapped call that started the run (read only)."""
         return self._call.kwargs
 
-    def __init__(
+    def __init__(  # untyped (mypy then leaves the body alone): the types are RunHandler.start's
         self,
         handler,
+        *,
         framework,
-        agent,
-        session,
         args,
         kwargs,
+        agent,
+        session,
         rule,
         span_spec,
         run_id,
@@ -251,12 +210,14 @@ class Run(Shapes):
         resumed=None,
         recheck=True,
     ):
+        """The keyword arguments are :meth:`RunHandler.start`'s; the enclosing run (if any) is the
+        current ``Context``'s."""
         self._h = handler
         self._resumed, self._recheck = resumed, recheck
         self._agent, self._session, self._rule, self._agent_step = agent, session, rule, agent_step
         base = current_context()
         outer = base.get(SCOPE_KEY)
-        self._call = call = _tuple_new(RunCall, (framework, args, kwargs, "before", None, outer))
+        self._call = call = RunCall(framework, args, kwargs, "before", None, outer)
         self._pre = pre = handler.registry.extract(agent, session, call, rule, agent_step)
         session_id = None
         if session is not None and type(session) is not dict and type(session) is not str:  # a config, an id
@@ -268,10 +229,10 @@ class Run(Shapes):
                 session_id = None
         cid, provisional = None, False
         if pre is not None:
-            cid = pre[0]
+            cid = pre.conversation_id
             # only the local session id is a fallback; a session shared with the enclosing run is its story
             provisional = (
-                pre[1] == SOURCE_FRAMEWORK
+                pre.source == SOURCE_FRAMEWORK
                 and cid == session_id
                 and not (outer is not None and session_id is not None and outer.session_id == session_id)
             )
@@ -296,7 +257,7 @@ class Run(Shapes):
             self._own_story = continuity.new_conversation_declared()
         self._finished = False
         self._spec = span_spec
-        self.span = self._ctx = self._base = None
+        self.span = self._ctx = self._base = self._noted = None
         if span_spec is None:
             if claim:
                 scope.claim_agent_span = self._claim
@@ -309,6 +270,10 @@ class Run(Shapes):
             attributes=span_spec.attributes,
         )
         set_trusted(span, self._first_attributes())
+        try:
+            self._noted = note_writes(span)  # the application's writes of our ids on it: theirs win
+        except Exception:  # a span without a __dict__ (not the SDK's)
+            self._noted = None
         self._ctx = trace.set_span_in_context(span, with_value(base, SCOPE_KEY, scope))
 
     # -- scope -------------------------------------------------------------------------------
@@ -331,88 +296,6 @@ class Run(Shapes):
         """Restore the ``Context`` that was current before :meth:`enter` (a token from another
         context, e.g. a stream finished in another task, is ignored)."""
         detach_context(token)
-
-    # -- agent span ----------------------------------------------------------------------------
-    def _first_attributes(self) -> dict:
-        """Agent span attributes known at its start: the scope's ids, the conversation's source,
-        the enclosing run's ids, whether the run resumes state."""
-        scope, pre = self.scope, self._pre
-        first = dict(scope.attributes)
-        if pre is not None:
-            first[attrs.GEN_AI_CONVERSATION_ID] = pre[0]
-            first[attrs.CONVERSATION_SOURCE] = pre[1]
-        if scope.parent_execution_id:
-            first[attrs.PARENT_EXECUTION_ID] = scope.parent_execution_id
-        if self._resumed is not None:
-            first[attrs.CONVERSATION_RESUMED] = self._resumed
-        if scope.parent_conversation_id:
-            first[attrs.PARENT_CONVERSATION_ID] = scope.parent_conversation_id
-        return first
-
-    def _claim(self, span) -> None:
-        """The framework's own invoke_agent span started in this run: enrich it, finish it as it ends."""
-        set_trusted(span, self._first_attributes())
-        self._h.processor.watch(span, self._finish_span)
-
-    def _finish_span(self, span, result: Any = None) -> None:
-        pre, scope = self._pre, self.scope
-        if self._recheck:
-            c = self._call
-            post = self._h.registry.extract(
-                self._agent,
-                self._session,
-                _tuple_new(RunCall, (c[0], c[1], c[2], "after", result, c[5])),
-                self._rule,
-                self._agent_step,
-            )
-        else:
-            post = pre
-        effective = scope.conversation_id
-        if post == pre and (effective is None if pre is None else pre[0] == effective):
-            # the common turn: the same answer before and after, nothing learnt: the first attributes stand,
-            # unless the framework set its own value on its span since (on a span of ours, the
-            # application's value stands: _theirs)
-            if (
-                effective is not None
-                and attributes_of(span).get(attrs.GEN_AI_CONVERSATION_ID) != effective
-                and not self._theirs(span)
-            ):
-                set_trusted(span, {attrs.GEN_AI_CONVERSATION_ID: effective})
-        else:
-            effective = self._finish_changed(span, pre, post)
-        if scope.parent_execution_id is None:  # the run serving an inbound hop, if any
-            check_served(effective)
-            signals.check_served_conversation(span, self._agent, self._call.framework, effective, self._resumed)
-        elif scope.parent_conversation_id:
-            signals.check_parent(span, scope, effective, self._own_story, self._agent, self._call.framework)
-
-    def _theirs(self, span) -> bool:
-        """Whether the application wrote its own ``gen_ai.conversation.id`` on the run's span since
-        we last did, on a span we made (``SpanSpec``: LangGraph, OpenAI Agents, Agno, Pydantic AI
-        without its native spans): its value wins, the run's end keeps it (the run's own id still
-        drives the hop checks and the spans inside the run). A framework's own span (claimed) gets
-        the run's id over the framework's value."""
-        if self._spec is None:
-            return False
-        pre = self._pre
-        return theirs(span, attrs.GEN_AI_CONVERSATION_ID, None if pre is None else pre[0])
-
-    def _finish_changed(self, span, pre, post) -> str | None:
-        """The post-run id differs from the run's: a continuity break, an id learnt during the run,
-        or a fallback replaced. Returns the agent span's conversation id."""
-        out = run_conversation_attributes(pre, post, self.scope.conversation_id)
-        current = attributes_of(span)
-        changed = {k: v for k, v in out.items() if current.get(k) != v}
-        if attrs.GEN_AI_CONVERSATION_ID in changed and self._theirs(span):
-            del changed[attrs.GEN_AI_CONVERSATION_ID]
-        if changed:
-            set_trusted(span, changed)
-        effective = out.get(attrs.GEN_AI_CONVERSATION_ID)
-        if changed.get(attrs.CONVERSATION_CHANGED):  # newly marked: counted once per span
-            signals.count_changed(self._agent, self._call.framework)
-        if effective and effective != self.scope.conversation_id:
-            self.scope.adopt(effective)
-        return effective
 
     # -- what the framework tells later -----------------------------------------------------------
     def resumed_later(self) -> None:
@@ -442,18 +325,7 @@ class Run(Shapes):
         span = self.span
         if span is None:
             return
-        spec = self._spec
-        try:
-            self._finish_span(span, result)
-            if result is not None and spec.on_end is not None:
-                span.set_attributes(spec.on_end(result))
-            if error is not None and spec.on_error is not None:
-                span.set_attributes(spec.on_error(error))
-            if getattr(span, "dropped_attributes", 0):  # a count limit evicts the oldest: the required go last
-                span.set_attributes({k: v for k, v in spec.attributes.items() if k in _GENAI_REQUIRED})
-        except Exception:
-            _logger.debug("otel-agent-identity: finishing the run failed", exc_info=True)
-        end_span(span, error, spec.not_failures)  # never raises: the caller re-raises the application's own error
+        self._end_own_span(span, result, error)
 
     def learn(self, conversation_id: Any) -> bool:
         """Adopt the conversation id the framework resolved during the run when the run started

@@ -66,11 +66,10 @@ class Extracted(NamedTuple):
     source: str
 
 
-_tuple_new = tuple.__new__  # a NamedTuple built without its Python-level __new__
+#: the ids last accepted (a cache of :meth:`ExtractorRegistry.problem`'s verdict), cleared when full
 _ACCEPTED_MAX = 256
-_HAS_OWN_STEP: dict[
-    type, bool
-] = {}  # agent type -> it defines _get_otel_conversation_id (ADR-0029)  # ids, at most max_id_length characters each
+#: agent type -> whether it defines ``_get_otel_conversation_id`` (ADR-0029); at most 1,024 types
+_HAS_OWN_STEP: dict[type, bool] = {}
 
 
 def _own_step(own: Any, session: Any, _call: RunCall) -> Any:
@@ -178,7 +177,7 @@ class ExtractorRegistry:
                 self._raised(agent, SOURCE_AGENT, exc)
                 value = None
             if type(value) is str and value in self._accepted:
-                return _tuple_new(Extracted, (value, SOURCE_AGENT))
+                return Extracted(value, SOURCE_AGENT)
             found = None if value is None else self._value(agent, SOURCE_AGENT, value)
         if found is not None:
             return found
@@ -198,7 +197,7 @@ class ExtractorRegistry:
         if value is None:
             return None
         if type(value) is str and value in self._accepted:  # the common case: an id seen before
-            return _tuple_new(Extracted, (value, source))
+            return Extracted(value, source)
         return self._value(agent, source, value)
 
     def _raised(self, agent: Any, source: str, exc: Exception) -> None:

@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from .attributes import DELEGATION_ID, GEN_AI_CONVERSATION_ID
+from .attributes import DELEGATION_DUPLICATE, DELEGATION_ID, GEN_AI_CONVERSATION_ID
 
 # Set by the collector processor (docs/attributes.md, "set by: col").
 HOP_RESULT = "agent_identity.hop.result"
@@ -40,7 +40,6 @@ HOP_CALLER_SERVICE = "agent_identity.hop.caller.service.name"
 HOP_REQUESTED = "agent_identity.hop.requested_id"
 HOP_CALLEE_CONVERSATION = "agent_identity.hop.callee.conversation.id"
 HOP_CALLEE_RESUMED = "agent_identity.hop.callee.resumed"
-DELEGATION_DUPLICATE = "agent_identity.delegation.duplicate"
 
 
 def hop_conversations(attributes: Mapping[str, Any]) -> tuple[str | None, str | None]:

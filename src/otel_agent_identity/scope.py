@@ -21,7 +21,6 @@ import threading
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from contextvars import Token
 from random import getrandbits  # as OTel's RandomIdGenerator: unique, reseeded after fork
 from typing import Any
 
@@ -45,13 +44,11 @@ __all__ = [
     "SUPPRESS_KEY",
     "SUPPRESS_KEY_PLAIN",
     "IdentityScope",
-    "attach",
     "attach_context",
     "current_context",
     "current_scope",
     "delegation",
     "delegation_id_of",
-    "detach",
     "detach_context",
     "execution",
     "new_delegation_id",
@@ -110,9 +107,9 @@ class IdentityScope:
         claim_agent_span: set by the run handler: called with the first ``invoke_agent`` span
             started in this scope.
         accepts: validates an id learned during the run (see :meth:`learn`).
-        span_ending: set by an adapter: called ``(span, scope)`` as a span stamped in this scope
-            ends (the SDK ``Span``, its end time set, before exporters see it) when its
-            ``gen_ai.conversation.id`` is not the scope's: something in the run overwrote it.
+        span_ending: set by an adapter: called ``(span, scope)`` just before a span stamped in this
+            scope ends (the SDK ``Span``, still open) when one of the scope's ids is not on it as
+            the scope has it: something in the run overwrote it, or a count limit evicted it.
     """
 
     __slots__ = (
@@ -196,9 +193,10 @@ class IdentityScope:
         self.attributes = a
 
 
-#: a one-element list shared by every task and thread that carries the with-block's context, so
-#: the supplied id goes to exactly one run, whichever starts first
+#: the id of :func:`execution`: a one-element list shared by every task and thread that carries
+#: the with-block's context, so the supplied id goes to exactly one run, whichever starts first
 _NEXT_EXECUTION_ID = otel_context.create_key("agent_identity.next_execution_id")
+#: the id of :func:`delegation`: the str itself, for every hop started in the with-block
 _NEXT_DELEGATION_ID = otel_context.create_key("agent_identity.next_delegation_id")
 
 
@@ -206,16 +204,6 @@ def current_scope() -> IdentityScope | None:
     """The scope of the run the caller is in (from the current OpenTelemetry ``Context``), or None
     outside any instrumented run."""
     return current_context().get(SCOPE_KEY)  # type: ignore[return-value]
-
-
-def attach(scope: IdentityScope | None) -> Token:
-    """Make ``scope`` current (in a new current ``Context``); pass the token to :func:`detach`."""
-    return attach_context(with_value(current_context(), SCOPE_KEY, scope))
-
-
-def detach(token: Token) -> None:
-    """Restore the scope that was current before :func:`attach`; a token from another context is ignored."""
-    detach_context(token)
 
 
 def new_execution_id(framework_run_id: str | None = None) -> str:

@@ -1,23 +1,25 @@
 """Stamps the run's ids on every span started inside it, and finishes agent spans as they end.
 
-The application's own value of one of our attributes always wins: an id it set when creating the
-span, or later, is never overwritten by a stamp, and one that a count limit evicted is never put
-back as ours. How (the SDK's attribute store, its attribute-write path and its ``_on_ending`` hook:
-private API, each detected as the processor is attached, with a public-API fallback) is all in
-:mod:`otel_agent_identity._sdk`; the helpers adapters use to set ids are re-exported here.
+Public API of the OpenTelemetry SDK only (``span.attributes``, ``span.dropped_attributes``,
+``span.set_attributes``, ``span.end``), as contrib's ``BaggageSpanProcessor``. The application's
+own value of one of our attributes always wins: an id it set when creating the span, or later, is
+never overwritten by a stamp, and under an attribute count limit (the SDK evicts the oldest
+attribute first) the exporter sees the application's ids exactly as the SDK alone leaves them.
+An id of ours that a count limit evicts from a span is not put back (who wrote that key last is
+not public: the evicted value may have been the application's); on the agent span of a run, the
+run's own span, the run's end writes its ids again (:meth:`~otel_agent_identity._runs.Run.finish`).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import Span, SpanProcessor
 
-from otel_agent_identity import _sdk
-from otel_agent_identity._sdk import PROTECTED, attributes_of, replace_ending, set_ids, set_trusted, theirs
+from otel_agent_identity import attributes as attrs
 from otel_agent_identity.scope import SCOPE_KEY, SUPPRESS_KEY, SUPPRESS_KEY_PLAIN, current_context
 
 __all__ = [
@@ -25,15 +27,30 @@ __all__ = [
     "Finisher",
     "IdentitySpanProcessor",
     "attributes_of",
+    "before_end",
+    "forget_writes",
+    "note_writes",
     "replace_ending",
     "set_ids",
     "set_trusted",
+    "stamp",
     "theirs",
 ]
 
 _logger = logging.getLogger(__name__)
 
 Finisher = Callable[[Span], None]
+
+#: our ids: never written over the application's own value
+PROTECTED = frozenset(
+    {
+        attrs.GEN_AI_CONVERSATION_ID,
+        attrs.EXECUTION_ID,
+        attrs.DELEGATION_ID,
+        attrs.PARENT_EXECUTION_ID,
+        attrs.PARENT_CONVERSATION_ID,
+    }
+)
 
 
 class IdentitySpanProcessor(SpanProcessor):
@@ -43,17 +60,13 @@ class IdentitySpanProcessor(SpanProcessor):
     id the span already has (the application's, set at its creation) is kept; nothing is stamped
     while instrumentation is suppressed (``suppress_instrumentation``).
 
-    As a span ends, our ids a count limit evicted are put back and the run's ``span_ending`` hook
-    runs (:func:`otel_agent_identity._sdk.finish`: the SDK's ``_on_ending``, or its fallback). It
-    also runs a *finisher* on a watched span just before it ends: that is how a framework's own
+    A run's ``span_ending`` hook runs just before a span stamped in its scope ends (:func:`stamp`).
+    It also runs a *finisher* on a watched span just before it ends: that is how a framework's own
     ``invoke_agent`` span gets the conversation id the service assigned during the run. Register with
     ``TracerProvider.add_span_processor``; :class:`AgentIdentityInstrumentor` does this itself.
-    Constructing one detects, once per process, the SDK private API it uses
-    (:func:`otel_agent_identity._sdk.attach`; never raises).
     """
 
     def __init__(self, stamp_spans: bool = True) -> None:
-        _sdk.attach(type(self))  # the SDK's private API this class uses, detected once
         self.enabled = True
         self.stamp_spans = stamp_spans
 
@@ -71,14 +84,147 @@ class IdentitySpanProcessor(SpanProcessor):
             except Exception:
                 _logger.debug("otel-agent-identity: could not enrich the agent span", exc_info=True)
         if scope.attributes and self.stamp_spans:
-            _sdk.stamp(span, scope)
-
-    # _on_ending (the SDK's hook as a span ends) is _sdk.finish, set on the class by _sdk.attach
-    # where the SDK calls it (else each span that needs it is finished just before its end)
+            stamp(span, scope)
 
     def watch(self, span: Span, finisher: Finisher) -> None:
         """Call ``finisher(span)`` once, just before ``span`` ends, while it still takes attributes
-        (``span.end`` shadowed on this one span object: no per-span hook is paid by the other spans;
-        public API, see :func:`otel_agent_identity._sdk.before_end`). ``finisher``'s exceptions are
-        logged, never raised."""
-        _sdk.before_end(span, finisher, span)
+        (:func:`before_end`). ``finisher``'s exceptions are logged, never raised."""
+        before_end(span, finisher, span)
+
+
+def stamp(span: Any, scope: Any) -> None:
+    """Stamp a span as it starts with the ids of the run's ``scope`` (its ``attributes``, a dict of
+    str ids) that the span has not (an id set at its creation is the application's and stays).
+    Under a count limit our ids go before every id the application gave the span at its creation
+    (re-setting its creation attributes after ours: the SDK evicts the oldest first), and a span
+    created over its limit gets none (an id the application gave it may be among the evicted).
+    With the scope's ``span_ending`` hook, the span is finished just before its end
+    (:func:`before_end`). Never raises."""
+    try:
+        values, theirs = scope.attributes, span.attributes
+        if not theirs:
+            span.set_attributes(values)
+        elif not span.dropped_attributes:
+            if not theirs.keys().isdisjoint(values):
+                values = {k: v for k, v in values.items() if k not in theirs}
+            if values:
+                _stamp_before(span, values, theirs)
+        if scope.span_ending is not None:
+            before_end(span, _ending, span, scope)
+    except Exception:
+        _logger.debug("otel-agent-identity: could not stamp a span", exc_info=True)
+
+
+def _stamp_before(span: Any, values: dict, theirs: Mapping[str, Any]) -> None:
+    """``values`` onto a span with creation attributes ``theirs``: after them when none of these
+    is an id (under a count limit the oldest of theirs may give way, as to any later attribute),
+    else before them (theirs are set again: the SDK moves a key set again to the newest place, and
+    evicts the oldest when a new key does not fit; ours then make room)."""
+    if theirs.keys().isdisjoint(PROTECTED):
+        span.set_attributes(values)
+        return
+    creation = dict(theirs)
+    span.set_attributes(values)
+    if span.dropped_attributes:  # ours did not fit: some of theirs went, the oldest first
+        now = span.attributes
+        span.set_attributes({k: v for k, v in creation.items() if k in now})  # after ours
+    span.set_attributes(creation)  # the evicted come back in place of ours, all in their order
+
+
+def _ending(span: Any, scope: Any) -> None:
+    """Just before a span stamped in ``scope`` ends: its ``span_ending`` hook, when one of the
+    scope's ids is not on the span as the scope has it (something in the run wrote over it, or a
+    count limit evicted it)."""
+    current = span.attributes or {}
+    for key, value in scope.attributes.items():
+        if current.get(key) != value:
+            scope.span_ending(span, scope)
+            return
+
+
+def before_end(span: Any, fn: Callable[..., Any], *args: Any) -> None:
+    """Call ``fn(*args)`` once, just before ``span`` ends, while it still takes attributes: its ``end``
+    is shadowed on this one span object (every caller, ``use_span`` and ``start_as_current_span``
+    included, reaches it through attribute lookup). ``fn``'s exceptions are logged."""
+    original = span.end
+    mine: list[Callable[..., None]] = []
+
+    def end(end_time: int | None = None) -> None:
+        # `mine` holds this function (not its own closure: no reference cycle keeping the span and
+        # everything it references alive until the garbage collector runs), emptied at the first call
+        if mine and span.__dict__.get("end") is mine.pop():
+            del span.end  # once; the class's end (or an earlier shadow) from now on
+        try:
+            fn(*args)
+        except Exception:
+            _logger.debug("otel-agent-identity: a span's finisher failed", exc_info=True)
+        original(end_time)
+
+    mine.append(end)
+    span.end = end
+
+
+def set_trusted(span: Any, values: dict, scope: Any = None) -> None:
+    """Set attributes whose values are ours (checked id strings, bools) on a span: its class's
+    ``set_attributes`` (not a write :func:`note_writes` notes), a value the span has replaced (the
+    adapter's decision, e.g. the run's id on its agent span). ``scope``: the run whose stamp this
+    is (its ``span_ending`` hook then applies to the span)."""
+    type(span).set_attributes(span, values)
+    if scope is not None and scope.span_ending is not None:
+        before_end(span, _ending, span, scope)
+
+
+def note_writes(span: Any) -> set[str]:
+    """The keys of :data:`PROTECTED` that anyone but :func:`set_trusted` writes on ``span`` (a span
+    of ours, e.g. a run's agent span) from now on, through its ``set_attribute``/``set_attributes``
+    (shadowed on this one span object, until :func:`forget_writes`): a set, filled as they come."""
+    noted: set[str] = set()
+    cls = type(span)
+
+    def set_attribute(key: str, value: Any) -> None:
+        if key in PROTECTED:
+            noted.add(key)
+        cls.set_attribute(span, key, value)
+
+    def set_attributes(attributes: Mapping[str, Any]) -> None:
+        try:  # noqa: SIM105 - per write: a try is free, contextlib.suppress is not
+            noted.update(PROTECTED.intersection(attributes))
+        except Exception:  # not a mapping of str keys: the SDK tells
+            pass
+        cls.set_attributes(span, attributes)
+
+    span.set_attribute, span.set_attributes = set_attribute, set_attributes
+    return noted
+
+
+def forget_writes(span: Any) -> None:
+    """Undo :func:`note_writes` on ``span`` (its closures reference the span: no cycle left)."""
+    span.__dict__.pop("set_attribute", None)
+    span.__dict__.pop("set_attributes", None)
+
+
+def set_ids(span: Any, values: dict) -> None:
+    """``span.set_attributes(values)`` for ids that are not checked ones of ours (e.g. an A2A
+    ``contextId`` as the server sent it): the SDK validates them."""
+    span.set_attributes(values)
+
+
+def replace_ending(span: Any, key: str, value: str | None) -> None:
+    """On a span about to end (a ``span_ending`` hook): set ``key`` to ``value`` (a checked id; the
+    newest attribute then, so a count limit does not evict it). None: nothing is set (an attribute
+    cannot be removed through the public API)."""
+    if value is not None and span.is_recording():
+        span.set_attribute(key, value)
+
+
+def attributes_of(span: Any) -> Mapping[str, Any]:
+    """A span's attributes (``span.attributes``; an empty mapping for a span without any)."""
+    return span.attributes or {}
+
+
+def theirs(span: Any, key: str, ours: Any = None) -> bool:
+    """Whether the open ``span``'s value of ``key`` (one of :data:`PROTECTED`) is someone else's (the
+    application's, a framework's): present and not ``ours`` (the value we last wrote, or None), so a
+    run's end must not write ours over it."""
+    value = attributes_of(span).get(key)
+    return value is not None and value != ours

@@ -1,5 +1,6 @@
 """Issue 9, item 7: the SDK's span limits apply to our ids the same way on every span, and under
-an attribute count limit our ids are not the ones evicted."""
+an attribute count limit the run's ids stay on the agent and chat spans and its execution id on
+every span of the framework (written again just before each ends: public API)."""
 
 from __future__ import annotations
 
@@ -32,7 +33,8 @@ async def test_attribute_count_limit_keeps_our_ids(limited, exporter, max_attrib
     for span in spans:
         assert len(span.attributes) <= max_attributes
         assert span.attributes.get(EXEC), span.name
-        assert span.attributes.get(CONV) == "conv_offline_1" or max_attributes < 3, span.name
+        if span.name.startswith(("invoke_agent", "chat")):
+            assert span.attributes.get(CONV) == "conv_offline_1" or max_attributes < 3, span.name
     assert len(by_execution(spans)) == 2
 
 

@@ -13,7 +13,8 @@ af = pytest.importorskip("agent_framework")
 from offline_chat import OfflineChatClient  # noqa: E402
 
 from agent_framework import Agent, AgentSession, MCPStdioTool, MCPStreamableHTTPTool  # noqa: E402
-from otel_agent_identity.scope import IdentityScope, attach, detach  # noqa: E402
+from otel_agent_identity.scope import IdentityScope  # noqa: E402
+from scope_helpers import attach, detach  # noqa: E402
 
 pytestmark = pytest.mark.e2e
 

@@ -10,7 +10,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from otel_agent_identity import boundary
 from otel_agent_identity.boundary import Destination, Policy
 from otel_agent_identity.config import Config
-from otel_agent_identity.scope import IdentityScope, attach, detach
+from otel_agent_identity.scope import IdentityScope
+from scope_helpers import attach, detach
 
 
 @pytest.fixture(autouse=True)

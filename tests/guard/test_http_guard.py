@@ -10,7 +10,8 @@ import requests
 from guard_helpers import assert_no_identity, parse_baggage
 from opentelemetry import propagate
 
-from otel_agent_identity.scope import IdentityScope, attach, detach
+from otel_agent_identity.scope import IdentityScope
+from scope_helpers import attach, detach
 
 pytestmark = pytest.mark.e2e
 SCOPE = {

@@ -13,7 +13,8 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from otel_agent_identity.scope import IdentityScope, attach, detach
+from otel_agent_identity.scope import IdentityScope
+from scope_helpers import attach, detach
 
 pytestmark = pytest.mark.e2e
 SCOPE = {

@@ -12,7 +12,8 @@ from echo_servers import mcp as echo_server
 from guard_helpers import free_port
 from test_mcp_guard import _session_http
 
-from otel_agent_identity.scope import IdentityScope, attach, detach
+from otel_agent_identity.scope import IdentityScope
+from scope_helpers import attach, detach
 
 pytestmark = pytest.mark.e2e
 UPSTREAM = {

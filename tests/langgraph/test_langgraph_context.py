@@ -17,8 +17,7 @@ from opentelemetry.sdk.trace import SpanLimits
 
 import otel_agent_identity
 from app_shapes import LIMITS, NAME, SHAPES, check, run_shape
-from otel_agent_identity import AgentIdentityInstrumentor, _sdk
-from otel_agent_identity.span_processor import IdentitySpanProcessor
+from otel_agent_identity import AgentIdentityInstrumentor
 
 tracer = trace.get_tracer("lg-context-tests")
 
@@ -168,25 +167,17 @@ def test_the_applications_own_conversation_id_in_a_tool_wins(limited, exporter, 
     check(app, shape, limit, run.attributes[EXEC])
 
 
-#: how the SDK is used: its private API (the default count limit, or none), or a fallback
-MODES = {"default": ((), {}), "no count limit": ((), {"max_span_attributes": SpanLimits.UNSET})}
-MODES |= {f"without {f}": ((f,), {}) for f in _sdk.FEATURES}
+#: the SDK's default count limit, or none
+MODES = {"default": {}, "no count limit": {"max_span_attributes": SpanLimits.UNSET}}
 
 
 @pytest.mark.parametrize("mode", list(MODES))
 @pytest.mark.parametrize("own", ["mine", None], ids=["app sets its id", "app sets nothing"])
 def test_the_applications_own_conversation_id_on_the_run_span_wins(limited, exporter, own, mode):
     """The run's ``invoke_agent`` span is ours (LangGraph has none): an id the application sets on it
-    from inside a node stays; without one, the span reports the run's ``thread_id``. The same on
-    every fallback of the SDK's private API."""
-    without, limits = MODES[mode]
-    _sdk.detect(without=without)
-    try:
-        limited(**limits)
-        _owned_run(own)
-    finally:
-        _sdk.detect()
-        _sdk.attach(IdentitySpanProcessor)
+    from inside a node stays; without one, the span reports the run's ``thread_id``."""
+    limited(**MODES[mode])
+    _owned_run(own)
     spans = _by_name(exporter.get_finished_spans())
     run = spans["invoke_agent owned"]
     assert run.attributes[CONV] == (own or "conv-owned")
@@ -204,7 +195,7 @@ def test_the_applications_id_evicted_from_the_run_span_is_not_replaced_by_ours(l
     _owned_run(None, writes.get(order, crowd))
     run = _by_name(exporter.get_finished_spans())["invoke_agent owned"]
     assert run.attributes.get(CONV) == {"id then crowd": None, "crowd then id": "mine"}.get(order, "conv-owned")
-    assert run.attributes[EXEC]  # ours, put back as the span ends
+    assert run.attributes[EXEC]  # ours, written again as the run ends (the run's own span)
 
 
 def _owned_run(own: str | None, writes: list | None = None) -> None:

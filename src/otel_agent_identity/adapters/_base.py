@@ -80,6 +80,15 @@ class BoundedCache(dict):
         return value
 
 
+def call_in(run: Any, wrapped: Any, args: tuple, kwargs: dict) -> Any:
+    """``wrapped(*args, **kwargs)`` in ``run`` (a :class:`~otel_agent_identity._runs.Run`: its
+    return shape kept, :meth:`~otel_agent_identity._streams.Shapes.call`), or bare when ``run`` is
+    None (no run could start). Raises what ``wrapped`` raises."""
+    if run is None:
+        return wrapped(*args, **kwargs)
+    return run.call(wrapped, args, kwargs)
+
+
 def agent_span_spec(
     name: str,
     provider: str | None,

@@ -41,9 +41,9 @@ from opentelemetry.trace import SpanKind
 
 from otel_agent_identity import attributes as attrs
 from otel_agent_identity._runs import RunHandler, SpanSpec
-from otel_agent_identity.adapters._base import Wrapped, agent_span_spec, nonempty_str
+from otel_agent_identity.adapters._base import Wrapped, agent_span_spec, call_in, nonempty_str
 from otel_agent_identity.scope import current_scope, new_delegation_id
-from otel_agent_identity.span_processor import attributes_of, replace_ending, set_trusted
+from otel_agent_identity.span_processor import attributes_of, set_trusted
 
 _logger = logging.getLogger(__name__)
 
@@ -298,9 +298,7 @@ def _run_wrapper(handler: RunHandler, kind: str):
             )
         except Exception:
             run = None
-        if run is None:
-            return wrapped(*args, **kwargs)
-        return run.call(wrapped, args, kwargs)
+        return call_in(run, wrapped, args, kwargs)
 
     return wrapper
 
@@ -317,9 +315,7 @@ def _workflow_run(handler: RunHandler, wrapped, instance, args, kwargs):
         run = handler.start(framework=NAME, agent=instance, session=None, args=args, kwargs=kwargs, claim=False)
     except Exception:
         run = None
-    if run is None:
-        return wrapped(*args, **kwargs)
-    return run.call(wrapped, args, kwargs)
+    return call_in(run, wrapped, args, kwargs)
 
 
 def _learn(scope: Any, span: Any, response: Any, client: Any = None) -> None:
@@ -333,21 +329,26 @@ def _learn(scope: Any, span: Any, response: Any, client: Any = None) -> None:
 
 
 def _chat_span_ending(span: Any, scope: Any) -> None:
-    """``span_ending`` of an ``Agent`` run's scope: a span of the run ends whose
+    """``span_ending`` of an ``Agent`` run's scope: a span of the run is about to end and its
     ``gen_ai.conversation.id`` is not the run's. The framework's chat telemetry sets it after the
     span started (so over our stamp), and again with the response, to the chat option
     ``conversation_id``: for a Responses chain, the previous response id. On a chat span the run's
-    id replaces it (or is put back, when a count limit evicted the framework's value); without one,
-    a response id is removed (it stays on the previous chat span as ``gen_ai.response.id``). Other
-    spans (the application's own included) keep what was set.
-    The span has ended (the SDK's ``_on_ending``, before exporters see it): see :func:`replace_ending`."""
-    # the framework's chat span by its name and tracer: an attribute may have been evicted by a count limit
-    if not span.name.startswith("chat") or getattr(span.instrumentation_scope, "name", None) != "agent_framework":
+    id replaces it (also when a count limit evicted the framework's value); without one, a
+    response id stays (the public API removes no attribute; it is also on the previous chat span
+    as ``gen_ai.response.id``). On every span of the framework's tracer, our other ids that a count
+    limit evicted are written again (the framework never writes them). Other spans (the
+    application's own included) keep what was set."""
+    # the framework's spans by their tracer (and chat by its name): an attribute may have been evicted
+    if getattr(span.instrumentation_scope, "name", None) != "agent_framework":
         return
-    if scope.conversation_id is not None:  # also when a count limit evicted the framework's value
-        replace_ending(span, attrs.GEN_AI_CONVERSATION_ID, scope.conversation_id)
-    elif _is_response_id(getattr(scope.owner, "client", None), attributes_of(span).get(attrs.GEN_AI_CONVERSATION_ID)):
-        replace_ending(span, attrs.GEN_AI_CONVERSATION_ID, None)
+    current = attributes_of(span)
+    ids = {k: current.get(k, v) for k, v in scope.attributes.items() if k != attrs.GEN_AI_CONVERSATION_ID}
+    if span.name.startswith("chat") and scope.conversation_id is not None:
+        ids[attrs.GEN_AI_CONVERSATION_ID] = scope.conversation_id  # the run's over the framework's
+    if any(current.get(k) != v for k, v in ids.items()):
+        # ours the newest: those it has moved first (no eviction), then the missing in place of the oldest
+        set_trusted(span, {k: v for k, v in ids.items() if k in current})
+        set_trusted(span, ids)
 
 
 def _chat_wrapper(handler: RunHandler):

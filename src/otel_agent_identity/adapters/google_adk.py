@@ -35,7 +35,7 @@ from opentelemetry import trace
 
 from otel_agent_identity import attributes as attrs
 from otel_agent_identity._runs import RunHandler
-from otel_agent_identity.adapters._base import Wrapped
+from otel_agent_identity.adapters._base import Wrapped, call_in
 from otel_agent_identity.extractors import registry
 from otel_agent_identity.scope import current_scope
 from otel_agent_identity.span_processor import attributes_of, set_trusted
@@ -120,9 +120,7 @@ def _run_wrapper(handler: RunHandler):
                 _PENDING[id(run.scope)] = _Pending(run.scope)
         except Exception:
             run = None
-        if run is None:
-            return wrapped(*args, **kwargs)
-        return run.call(wrapped, args, kwargs)
+        return call_in(run, wrapped, args, kwargs)
 
     return wrapper
 

@@ -60,7 +60,7 @@ from contextvars import ContextVar
 from typing import Any
 
 from otel_agent_identity._runs import RunHandler, SpanSpec, awaiting_run
-from otel_agent_identity.adapters._base import BoundedCache, Wrapped, agent_span_spec
+from otel_agent_identity.adapters._base import BoundedCache, Wrapped, agent_span_spec, call_in
 from otel_agent_identity.scope import current_scope
 
 NAME = "langgraph"
@@ -242,9 +242,7 @@ def _stream_wrapper(handler: RunHandler):
             _OWN_STREAM.set(None)  # once: a node calling this graph's stream() again is a new run
             return wrapped(*args, **kwargs)
         run = _start(handler, instance, args, kwargs)
-        if run is None:
-            return wrapped(*args, **kwargs)
-        return run.call(wrapped, args, kwargs)
+        return call_in(run, wrapped, args, kwargs)
 
     return wrapper
 

@@ -149,6 +149,15 @@ def resumed_at_start(args: tuple, options: Any) -> bool | None:
 
 
 def _start(handler: RunHandler, args: tuple, kwargs: dict):
+    """The run of ``AgentRunner.run``/``run_streamed(starting_agent, input, **options)``, or None
+    (also when reading the arguments failed: the call then runs bare)."""
+    try:
+        return _begin(handler, args, kwargs)
+    except Exception:
+        return None
+
+
+def _begin(handler: RunHandler, args: tuple, kwargs: dict):
     agent = args[0] if args else kwargs.get("starting_agent")
     session = kwargs.get("session")
     resumed = resumed_at_start(args, kwargs)
@@ -180,10 +189,7 @@ def _run_wrapper(handler: RunHandler):
     """Wrapper of ``async AgentRunner.run(starting_agent, input, **options)``."""
 
     def wrapper(wrapped, instance, args, kwargs):
-        try:
-            run = _start(handler, args, kwargs)
-        except Exception:
-            run = None
+        run = _start(handler, args, kwargs)
         if run is None:
             return wrapped(*args, **kwargs)
         # an ``async def``: the SDK's run (and its argument check) starts when the caller awaits
@@ -197,10 +203,7 @@ def _streamed_wrapper(handler: RunHandler):
     is created inside the run's scope (``create_task`` copies the context), and ends the run."""
 
     def wrapper(wrapped, instance, args, kwargs):
-        try:
-            run = _start(handler, args, kwargs)
-        except Exception:
-            run = None
+        run = _start(handler, args, kwargs)
         if run is None:
             return wrapped(*args, **kwargs)
         tokens = run.enter()

@@ -173,7 +173,7 @@ def _check_restart(span: Any, own: str | None, client: Any, message: Any, framew
     remote agent and the send requests another one (or none). Marks ``span`` with the previous
     context and counts it, unless inside :func:`otel_agent_identity.new_conversation`.
 
-    Returns ``(own, remote)`` for :class:`SendStream` to remember the context in effect, or None
+    Returns ``(own, remote)`` for :class:`_Responses` to remember the context in effect, or None
     (no own conversation: nothing to compare with)."""
     remote = _remote_key(client)
     if not own or not remote:
