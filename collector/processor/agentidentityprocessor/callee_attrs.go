@@ -98,10 +98,12 @@ func (tr *traceAnalysis) readCallee(h *hop) {
 	if h.answered == "" && h.execution == "" {
 		tr.answeredSeenByCaller(h) // no agent run of ours says it
 	}
-	if h.execution == "" && !hasOwnAttr(tr.spans[c].span) {
-		// No execution id, and no entry span of ours (which marks a ledger
-		// replay redelivered): each request the callee served counts as one
-		// execution of the caller's delegation (a replay is not told apart).
+	if h.execution == "" && (h.side.kind == calleeKindHTTP || h.side.kind == calleeKindA2AJava) {
+		// A callee whose telemetry shows no agent run at all (HTTP spans
+		// only, a2a-java's): each request it served counts as one execution
+		// of the caller's delegation (a replay is not told apart). One whose
+		// spans name agent runs (ours, A2A semconv) executed only where an
+		// execution id says so: a ledger replay there is no execution.
 		tid, sid := tr.spans[c].span.TraceID(), tr.spans[c].span.SpanID()
 		h.execution = string(tid[:]) + string(sid[:])
 	}
