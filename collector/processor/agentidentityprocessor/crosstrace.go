@@ -3,6 +3,7 @@
 package agentidentityprocessor // import "github.com/otel-agent-identity/otel-agent-identity/collector/processor/agentidentityprocessor"
 
 import (
+	"bytes"
 	"slices"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -21,8 +22,10 @@ import (
 // firstInContext reports whether hop h (requested != "") is the first request
 // in its context: no span of the caller from the hop up says
 // agent_identity.conversation.answered_before=true, and the callee's service
-// never answered in that context, as far as the memory knows, on another
-// entry span than this one (a trace judged again finds its own entry).
+// never answered in that context, as far as the memory knows, on an entry
+// span that started before this one (traces are judged in any order: a later
+// turn judged first does not make turn 1 a later turn; a trace judged again
+// finds its own entry).
 func (p *identityProcessor) firstInContext(tr *traceAnalysis, h *hop) bool {
 	// The send may be two nested CLIENT spans (Agent Framework's A2AAgent
 	// span over a2a-sdk's): any of the caller's spans from the hop up says so.
@@ -33,22 +36,26 @@ func (p *identityProcessor) firstInContext(tr *traceAnalysis, h *hop) bool {
 		}
 	}
 	v, held := p.mem.contexts.Get(contextKey(tr.spans[h.c].service, h.requested))
-	return !held || v == entryValue(tr.spans[h.c].span)
+	start := startValue(tr.spans[h.c].span)
+	return !held || bytes.Compare(v[:], start[:]) >= 0
 }
 
 // noteAnswered remembers that the callee of hop h answered in its context
-// (its entry span did not fail).
+// (its entry span did not fail): the earliest start of an entry span that did.
 func (p *identityProcessor) noteAnswered(tr *traceAnalysis, h *hop, t *tally) {
 	c := tr.spans[h.c]
 	if h.answered == "" || c.span.Status().Code() == ptrace.StatusCodeError {
 		return
 	}
-	if _, _, evicted := p.mem.contexts.PutIfAbsent(contextKey(c.service, h.answered), entryValue(c.span)); evicted {
+	if p.mem.contexts.PutMin(contextKey(c.service, h.answered), startValue(c.span)) {
 		bump(&t.evictions, storeContexts)
 	}
 }
 
 func contextKey(callee, ctx string) recall.Key { return recall.KeyOf(callee, ctx) }
+
+// startValue is an entry span's start time in a slot (ordered as the time).
+func startValue(s ptrace.Span) recall.Value { return recall.ValueOfUint(uint64(s.StartTimestamp())) }
 
 // entryValue identifies an entry span (trace and span id) in a slot.
 func entryValue(s ptrace.Span) recall.Value {

@@ -8,6 +8,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -51,7 +52,15 @@ func TestGolden(t *testing.T) {
 
 			got := goldenOutput{Fragments: [][]spanOut{}}
 			in_ := 0
-			for _, frag := range in.Fragments {
+			for k, frag := range in.Fragments {
+				// a later fragment's spans start later (a later turn starts after
+				// the one before it): default start 100 s a fragment further on
+				frag = slices.Clone(frag)
+				for i := range frag {
+					if frag[i].Start == 0 {
+						frag[i].Start = int64(100*k + i + 1)
+					}
+				}
 				require.NoError(t, h.proc.ConsumeTraces(context.Background(), buildTraces(t, frag)))
 				in_ += len(frag)
 			}

@@ -144,22 +144,22 @@ func TestJoinRestartWithStorage(t *testing.T) {
 		require.NoError(t, h.proc.Shutdown(context.Background()))
 		return h.metrics(t)
 	}
-	turn := func(trace, exec string, answeredBefore bool) ptrace.Traces {
+	turn := func(trace, exec string, answeredBefore bool, at int64) ptrace.Traces { // at: start, seconds
 		return buildTraces(t, []spanIn{
-			{Trace: trace, ID: trace + "send", Service: "orchestrator", Kind: "client", Attrs: map[string]any{
+			{Trace: trace, ID: trace + "send", Service: "orchestrator", Kind: "client", Start: at, Attrs: map[string]any{
 				attrOperationName: operationInvokeAgent, attrConversationID: "ctx-1", attrRequestedID: "ctx-1",
 				attrDelegationID: "del-" + trace[:2], attrAnsweredBefore: answeredBefore}},
 			{Trace: trace, ID: trace + "entry", Parent: trace + "send", Service: "specialist", Kind: "server",
-				Attrs: map[string]any{attrConversationID: "ctx-1"}},
+				Start: at + 1, Attrs: map[string]any{attrConversationID: "ctx-1"}},
 			{Trace: trace, ID: trace + "agent", Parent: trace + "entry", Service: "specialist", Kind: "internal",
-				Attrs: map[string]any{attrOperationName: operationInvokeAgent, attrAgentName: "specialist",
+				Start: at + 2, Attrs: map[string]any{attrOperationName: operationInvokeAgent, attrAgentName: "specialist",
 					attrConversationID: "ctx-1", attrResumed: false, attrExecutionID: exec}},
 		})
 	}
-	first := run(turn("t1", "e1", false))
+	first := run(turn("t1", "e1", false, 10))
 	assert.Equal(t, int64(1), first["agent_identity.hops{callee_agent=specialist,callee_service=specialist,caller_service=orchestrator,result=first_turn}"])
 	// t2: turn 2 after both restarted; t1b: the same delegation (del-t1) retried, executed again
-	second := run(turn("t2", "e2", false), turn("t1b", "e3", false))
+	second := run(turn("t2", "e2", false, 20), turn("t1b", "e3", false, 30))
 	assert.Equal(t, int64(2), second[hopsForgot], "the context was answered before the restart")
 	assert.Equal(t, int64(1), second["agent_identity.duplicate_executions{callee_service=specialist,caller_service=orchestrator}"])
 }
@@ -276,4 +276,30 @@ func TestJoinPollIsNoSend(t *testing.T) {
 			attrMethodName: "GetTask", attrTaskID: "task-1", attrTaskState: taskStateWorking, attrConversationID: "ctx-1"}},
 	})))
 	assert.Equal(t, 3, h.sink.SpanCount(), "judged at once")
+}
+
+// A later turn judged before turn 1 (its trace completed first, in another
+// batch) does not make turn 1 a later turn: the context memory keeps the
+// earliest answered start. The callee forgets: turn 1 first_turn, turn 2
+// (answered_before from the caller) state_not_resumed, both ways.
+func TestJoinTurnsJudgedOutOfOrder(t *testing.T) {
+	h := newHarness(t, configFrom(t, map[string]any{"agent_wait": "0s"}))
+	turn := func(trace string, answeredBefore bool, at int64) ptrace.Traces {
+		return buildTraces(t, []spanIn{
+			{Trace: trace, ID: trace + "send", Service: "orchestrator", Kind: "client", Start: at, Attrs: map[string]any{
+				attrOperationName: operationInvokeAgent, attrConversationID: "ctx-9", attrRequestedID: "ctx-9",
+				attrDelegationID: "del-" + trace, attrAnsweredBefore: answeredBefore}},
+			{Trace: trace, ID: trace + "entry", Parent: trace + "send", Service: "specialist", Kind: "server",
+				Start: at + 1, Attrs: map[string]any{attrConversationID: "ctx-9"}},
+			{Trace: trace, ID: trace + "agent", Parent: trace + "entry", Service: "specialist", Kind: "internal",
+				Start: at + 2, Attrs: map[string]any{attrOperationName: operationInvokeAgent, attrAgentName: "specialist",
+					attrConversationID: "ctx-9", attrResumed: false, attrExecutionID: "e-" + trace}},
+		})
+	}
+	require.NoError(t, h.proc.ConsumeTraces(context.Background(), turn("t2", true, 20))) // turn 2 first
+	require.NoError(t, h.proc.ConsumeTraces(context.Background(), turn("t1", false, 10)))
+	require.NoError(t, h.proc.Shutdown(context.Background()))
+	got := h.metrics(t)
+	assert.Equal(t, int64(1), got["agent_identity.hops{callee_agent=specialist,callee_service=specialist,caller_service=orchestrator,result=first_turn}"])
+	assert.Equal(t, int64(1), got[hopsForgot])
 }

@@ -11,6 +11,7 @@
 package recall // import "github.com/otel-agent-identity/otel-agent-identity/collector/processor/agentidentityprocessor/internal/recall"
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -154,6 +155,33 @@ func (t *Table) PutIfAbsent(k Key, v Value) (now Value, held, evicted bool) {
 		t.changed[i] = struct{}{}
 	}
 	return v, false, evicted
+}
+
+// PutMin keeps for k the smaller of v and the value k holds (values compared
+// as big-endian numbers: see ValueOfUint). It returns whether another key was
+// evicted to make room.
+func (t *Table) PutMin(k Key, v Value) (evicted bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	i := t.index(k)
+	s := &t.slots[i]
+	if Key(s[:KeySize]) == k && bytes.Compare(s[KeySize:], v[:]) <= 0 {
+		return false
+	}
+	evicted = *s != Slot{} && Key(s[:KeySize]) != k
+	copy(s[:KeySize], k[:])
+	copy(s[KeySize:], v[:])
+	if t.client != nil {
+		t.changed[i] = struct{}{}
+	}
+	return evicted
+}
+
+// ValueOfUint is n as a Value that compares (bytes.Compare) as n does.
+func ValueOfUint(n uint64) Value {
+	var v Value
+	binary.BigEndian.PutUint64(v[:], n)
+	return v
 }
 
 // Len returns the number of slots.
