@@ -121,7 +121,15 @@ def test_throughput_with_and_without_agentidentity(tmp_path, pipeline):
     The sender replays encoded bytes, so the collectors are the bottleneck."""
     config, overlays, without = THROUGHPUT[pipeline]
     requests, spans = rs.agent_requests(THROUGHPUT_TRACES)
-    env = {"GROUPBYTRACE_WAIT": "1s", "DRAIN_DELAY": "1s", "AGENT_IDENTITY_SPANS_FILE_MAX_MB": "2000"}
+    # ACK_TIMEOUT: tier 2's shipped 330 s (above the join's hop window) stalls this replay of 4,000
+    # traces even without agentidentity (requests wait past 120 s), where 20 s does not: a known
+    # defect of the ack_hold/ack_release pair under that timeout, not understood yet (issue 32's note)
+    env = {
+        "GROUPBYTRACE_WAIT": "1s",
+        "DRAIN_DELAY": "1s",
+        "AGENT_IDENTITY_SPANS_FILE_MAX_MB": "2000",
+        "ACK_TIMEOUT": "20s",
+    }
     cols = {
         "with": cs.start_collector(config, tmp_path, name="with", extra_configs=overlays, **env),
         "without": cs.start_collector(config, tmp_path, name="without", extra_configs=(*overlays, without), **env),
