@@ -62,10 +62,11 @@ class _Echo(ReplyExecutor):
         return "ok", 1, context.context_id
 
 
-@pytest.mark.parametrize("count", [4, 6, 8, 12, 16])
+@pytest.mark.parametrize("count", [4, 6, 8, 13, 16])
 async def test_our_agent_span_keeps_its_operation_name_and_ids_under_a_count_limit(limited, exporter, count):
     """A real a2a-sdk send (client and server in process, httpx's ASGI transport): our CLIENT
-    ``invoke_agent`` span has 12 attributes; under a count limit the ids and
+    ``invoke_agent`` span has 13 attributes (``agent_identity.conversation.answered_before`` the
+    13th); under a count limit the ids and
     ``gen_ai.operation.name`` (which the collector's default rule matches) stay, the a2a ones go."""
     limited(max_span_attributes=count)
     url = "http://127.0.0.1:9/"  # never dialled: the transport calls the app
@@ -77,7 +78,7 @@ async def test_our_agent_span_keeps_its_operation_name_and_ids_under_a_count_lim
             pass
     (span,) = [s for s in exporter.get_finished_spans() if s.name == "invoke_agent echo"]
     kept = dict(span.attributes)
-    assert len(kept) == count if count < 12 else not span.dropped_attributes
+    assert len(kept) == count if count < 13 else not span.dropped_attributes
     assert kept["gen_ai.operation.name"] == "invoke_agent"
     assert kept["gen_ai.conversation.id"] == "ctx-1"
     assert {"agent_identity.execution.id", "agent_identity.delegation.id"} <= kept.keys()
