@@ -96,7 +96,8 @@ test-public-sdk: test-python
 # backtracks through fastmcp-slim, it needs transitive pins); test-newest takes the newest releases
 # the registry serves (rebuilt when pyproject.toml changes).
 LEGS := .cache/legs
-LEG_TESTS := tests --ignore=tests/google_adk --ignore=tests/peers -m "not e2e and not collector" -q -p no:cacheprovider
+LEG_TESTS := tests --ignore=tests/google_adk --ignore=tests/strands_agents --ignore=tests/crewai --ignore=tests/polyglot \
+	--ignore=tests/peers -m "not e2e and not collector" -q -p no:cacheprovider
 $(LEGS)/oldest/.installed: pyproject.toml examples/pyproject.toml tests/legs/oldest.txt
 	rm -rf $(@D) && $(PYTHON) -m venv $(@D)
 	$(@D)/bin/python -m pip install -q --upgrade pip
