@@ -5,7 +5,7 @@ One process plays both services of sender.py's shape, 5 spans a trace: ``orchest
 ``invoke_agent`` INTERNAL span with conversation ``conv-<run>-<i>``, below it the A2A send: a CLIENT
 ``invoke_agent`` span with ``gen_ai.conversation.id`` = the contextId sent, a delegation and an
 execution id) and ``specialist`` (SERVER span child of the client span, its ``invoke_agent`` span with
-the same conversation: every hop is ``continued``, and a chat span). Each service has its own
+the same conversation, resumed: every hop is ``continued``, and a chat span). Each service has its own
 TracerProvider and a BatchSpanProcessor over the SDK's OTLP/HTTP exporter, with its retries
 (``OTEL_EXPORTER_OTLP_TRACES_TIMEOUT`` bounds them).
 
@@ -33,6 +33,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, Spa
 CONV = "gen_ai.conversation.id"
 REQUESTED = "agent_identity.conversation.requested_id"  # a later turn: the contextId asked to continue
 ANSWERED_BEFORE = "agent_identity.conversation.answered_before"  # ... in which the caller was answered before
+RESUMED = "agent_identity.conversation.resumed"  # the callee's agent resumed it (else: state_unknown)
 OP = "gen_ai.operation.name"
 AGENT = "gen_ai.agent.name"
 EXECUTION = "agent_identity.execution.id"
@@ -92,7 +93,7 @@ def one_trace(orch: trace.Tracer, spec: trace.Tracer, conv: str, created: list, 
         spec.start_as_current_span("POST /", kind=trace.SpanKind.SERVER) as server,
         spec.start_as_current_span(
             "invoke_agent specialist",
-            attributes={OP: "invoke_agent", AGENT: "specialist", CONV: conv, EXECUTION: callee_execution},
+            attributes={OP: "invoke_agent", AGENT: "specialist", CONV: conv, EXECUTION: callee_execution, RESUMED: True},
         ) as agent,
     ):
         chat_attrs = {OP: "chat", "gen_ai.input.messages": payload} if payload else {OP: "chat"}

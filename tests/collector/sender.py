@@ -11,7 +11,8 @@ Plain OpenTelemetry SDK + OTLP/HTTP, spans shaped like the instrumentation's:
 - ``callee`` (service B): per attempt (``--attempts``: one server process executing a re-sent
   delegation again, as a specialist does when a client retries), a SERVER span (child of the client
   span) and below it its agent's ``invoke_agent`` span (a new execution id) with the conversation it
-  actually used, and a chat span without a conversation id (a backfill target).
+  actually used, declaring it resumed that conversation's state (``resumed``: without it the hop
+  gets no state verdict), and a chat span without a conversation id (a backfill target).
 
 ``--lose-traceparent`` withholds the traceparent: the callee's spans form a trace of their own.
 Spans are exported as they end, so the callee's arrive first and the caller's as soon as the callee
@@ -43,6 +44,7 @@ EXECUTION = "agent_identity.execution.id"
 DELEGATION = "agent_identity.delegation.id"
 REQUESTED = "agent_identity.conversation.requested_id"
 ANSWERED_BEFORE = "agent_identity.conversation.answered_before"
+RESUMED = "agent_identity.conversation.resumed"
 
 
 def _tracer(service: str, endpoint: str) -> tuple[TracerProvider, trace.Tracer]:
@@ -96,7 +98,7 @@ def callee(args: argparse.Namespace) -> None:
     ctx = extract({"traceparent": os.environ["TRACEPARENT"]} if os.environ.get("TRACEPARENT") else {})
     for _ in range(args.attempts):  # each request executed anew: its own execution id
         with tracer.start_as_current_span("POST /", context=ctx, kind=trace.SpanKind.SERVER):
-            attrs = {OP: "invoke_agent", AGENT: args.service, EXECUTION: uuid.uuid4().hex}
+            attrs = {OP: "invoke_agent", AGENT: args.service, EXECUTION: uuid.uuid4().hex, RESUMED: True}
             if args.conversation:
                 attrs[CONV] = args.conversation
             with (

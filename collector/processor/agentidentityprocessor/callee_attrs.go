@@ -78,7 +78,7 @@ type calleeSide struct {
 func (tr *traceAnalysis) readCallee(h *hop) {
 	c := h.c
 	switch {
-	case h.resumedKnown || h.execution != "" || hasOwnAttr(tr.spans[c].span):
+	case h.resumedKnown || h.execution != "" || hasOwnAttr(tr.spans[h.e].span):
 		h.side.kind = calleeKindOurs
 	case tr.firstBelow(c, tr.hasA2AJava) >= 0:
 		h.side.kind = calleeKindA2AJava
@@ -91,6 +91,8 @@ func (tr *traceAnalysis) readCallee(h *hop) {
 		if h.answered == "" {
 			h.answered = strAttr(tr.spans[tr.firstBelow(c, tr.isA2ASemconv)].span, attrConversationID)
 			h.side.mapped = h.answered != ""
+		} else { // read from the A2A SERVER span below a transport's entry span
+			h.side.mapped = h.e != c && h.answered == strAttr(tr.spans[h.e].span, attrConversationID)
 		}
 	default:
 		h.side.kind = calleeKindHTTP
@@ -147,6 +149,25 @@ func (tr *traceAnalysis) markCallee(h *hop, result string, t *tally) {
 	}
 }
 
+// calleeEntry returns the span the callee's side of the hop into entry span c
+// is read from: the most informative span at or below c in c's service, c or
+// a SERVER span (the request as a layer below the transport saw it), in this
+// order: one with our attributes, one of the A2A semconv (a2a.method.name),
+// one of a2a-java; else c. A callee that also runs ASGI/Starlette server
+// tracing has the HTTP SERVER span as c, and our A2A SERVER span below it
+// carries the request (requested, answered, resumed).
+func (tr *traceAnalysis) calleeEntry(c int32) int32 {
+	for _, has := range [...]func(ptrace.Span) bool{hasOwnAttr, isA2ASemconvSpan, hasA2AJavaAttr} {
+		if i := tr.firstBelow(c, func(i int32) bool {
+			s := tr.spans[i].span
+			return (i == c || s.Kind() == ptrace.SpanKindServer) && has(s)
+		}); i >= 0 {
+			return i
+		}
+	}
+	return c
+}
+
 // hasOwnAttr reports whether span carries an attribute of this
 // instrumentation (agent_identity.*, not one the processor wrote).
 func hasOwnAttr(span ptrace.Span) bool {
@@ -158,14 +179,15 @@ func hasOwnAttr(span ptrace.Span) bool {
 	return false
 }
 
-func (tr *traceAnalysis) hasA2AJava(i int32) bool {
-	s := tr.spans[i].span
+func (tr *traceAnalysis) hasA2AJava(i int32) bool { return hasA2AJavaAttr(tr.spans[i].span) }
+
+func (tr *traceAnalysis) isA2ASemconv(i int32) bool { return isA2ASemconvSpan(tr.spans[i].span) }
+
+func hasA2AJavaAttr(s ptrace.Span) bool {
 	return strAttr(s, attrA2AJavaOperation) != "" || strAttr(s, attrA2AJavaContextID) != ""
 }
 
-func (tr *traceAnalysis) isA2ASemconv(i int32) bool {
-	return strAttr(tr.spans[i].span, attrA2AMethod) != ""
-}
+func isA2ASemconvSpan(s ptrace.Span) bool { return strAttr(s, attrA2AMethod) != "" }
 
 // unjudgedKey is the label set of agent_identity.state_unknown.
 type unjudgedKey struct{ caller, callee, kind string }

@@ -76,9 +76,10 @@ func (p *identityProcessor) complete(td ptrace.Traces, age time.Duration, earlie
 }
 
 // awaitsAgent reports whether required hop par -> c has no serving agent span
-// below c yet, and c does not declare resumed itself.
+// below c yet, and c (or the span the callee's side is read from below it,
+// calleeEntry) does not declare resumed.
 func (p *identityProcessor) awaitsAgent(tr *traceAnalysis, par, c int32) bool {
-	if _, declared := boolAttr(tr.spans[c].span, attrResumed); declared || tr.firstBelow(c, tr.isAgent) >= 0 {
+	if _, declared := boolAttr(tr.spans[tr.calleeEntry(c)].span, attrResumed); declared || tr.firstBelow(c, tr.isAgent) >= 0 {
 		return false
 	}
 	return p.requires(tr, par, c)

@@ -20,6 +20,9 @@ import (
 // hop is one cross-service hop par -> c: what resolveHop read around it.
 type hop struct {
 	par, c int32 // caller span (the hop's parent), callee entry span
+	// e: the span the callee's side is read from (calleeEntry): c, or the
+	// A2A SERVER span below c when c is a transport's (ASGI/Starlette)
+	e int32
 	// required: some rule (or a failed send, failedRequest) asks the callee
 	// to continue; from is the requesting span compared (par when none)
 	required bool
@@ -62,8 +65,8 @@ func (p *identityProcessor) checkHop(tr *traceAnalysis, par, c int32, t *tally) 
 // resolveHop reads, from the spans around hop par -> c, everything classify
 // and markHop need.
 func (p *identityProcessor) resolveHop(tr *traceAnalysis, par, c int32) hop {
-	h := hop{par: par, c: c, from: -1}
-	caller, callee := tr.spans[par], tr.spans[c]
+	h := hop{par: par, c: c, e: tr.calleeEntry(c), from: -1}
+	caller, callee, entry := tr.spans[par], tr.spans[c], tr.spans[h.e].span
 	for k := range p.rules {
 		r := &p.rules[k]
 		if (r.caller != "" && r.caller != caller.service) || (r.callee != "" && r.callee != callee.service) {
@@ -75,7 +78,7 @@ func (p *identityProcessor) resolveHop(tr *traceAnalysis, par, c int32) hop {
 	}
 	h.required = h.from >= 0
 	if !h.required {
-		if f := p.failedRequest(tr, par, c); f >= 0 {
+		if f := p.failedRequest(tr, par, h.e); f >= 0 {
 			h.from, h.required = f, true
 		} else {
 			h.from = par
@@ -88,7 +91,7 @@ func (p *identityProcessor) resolveHop(tr *traceAnalysis, par, c int32) hop {
 	// application's own word), else the serving agent span's (any framework);
 	// unknown there, a serving agent span marked with the agent conversation it
 	// served this context with before (rebuilt since) did not resume.
-	h.resumed, h.resumedKnown = boolAttr(callee.span, attrResumed)
+	h.resumed, h.resumedKnown = boolAttr(entry, attrResumed)
 	if a := tr.firstBelow(c, tr.isAgent); a >= 0 {
 		as := tr.spans[a].span
 		h.agentConv, h.agent, h.execution = strAttr(as, attrConversationID), strAttr(as, attrAgentName), strAttr(as, attrExecutionID)
@@ -100,7 +103,7 @@ func (p *identityProcessor) resolveHop(tr *traceAnalysis, par, c int32) hop {
 		}
 	}
 	if h.execution == "" {
-		h.execution = strAttr(callee.span, attrExecutionID)
+		h.execution = strAttr(entry, attrExecutionID)
 	}
 	// Requested: what the requesting span (else the entry span, the same
 	// request seen by the callee) says the request carried. A send span of
@@ -110,16 +113,17 @@ func (p *identityProcessor) resolveHop(tr *traceAnalysis, par, c int32) hop {
 	reqSpan := tr.spans[h.from].span
 	h.requested = strAttr(reqSpan, attrRequestedID)
 	if h.requested == "" {
-		h.requested = strAttr(callee.span, attrRequestedID)
+		h.requested = strAttr(entry, attrRequestedID)
 	}
 	h.ours = h.requested != "" || strAttr(reqSpan, attrDelegationID) != ""
 	if !h.ours {
 		h.requested = h.callerConv
 	}
 	// Answered: the context the entry span answered in; a callee
-	// instrumented by semconv alone has only its agent span's.
+	// instrumented by semconv alone has only its agent span's. entryConv is
+	// c's own (what markHop's healthy hop shows).
 	h.entryConv = strAttr(callee.span, attrConversationID)
-	h.answered = h.entryConv
+	h.answered = strAttr(entry, attrConversationID)
 	if h.answered == "" {
 		h.answered = h.agentConv
 	}
@@ -145,7 +149,7 @@ func (h *hop) classify() string {
 		return resultFirstTurn
 	case h.resumedKnown && !h.resumed:
 		return resultStateNotResumed
-	case !h.resumedKnown && h.side.kind != calleeKindOurs:
+	case !h.resumedKnown:
 		return resultStateUnknown
 	}
 	return resultContinued
@@ -214,14 +218,15 @@ func (tr *traceAnalysis) noteDelegation(h *hop) {
 // caller cancelled it before the answer): such a span never learnt the context the
 // callee answered in, so it lacks the gen_ai.conversation.id a rule (the
 // default one) requires. The callee did receive the request (the hop exists),
-// so the span is judged as if it carried the context the entry span c
-// answered in. It is par or a same-service ancestor; -1 when there is none.
-func (p *identityProcessor) failedRequest(tr *traceAnalysis, par, c int32) int32 {
-	answered := strAttr(tr.spans[c].span, attrConversationID)
+// so the span is judged as if it carried the context the callee answered in
+// (on e, the span its side is read from: calleeEntry). It is par or a
+// same-service ancestor; -1 when there is none.
+func (p *identityProcessor) failedRequest(tr *traceAnalysis, par, e int32) int32 {
+	answered := strAttr(tr.spans[e].span, attrConversationID)
 	if answered == "" {
 		return -1
 	}
-	caller, callee := tr.spans[par].service, tr.spans[c].service
+	caller, callee := tr.spans[par].service, tr.spans[e].service
 	for i := par; i >= 0 && tr.spans[i].service == caller; i = tr.parent[i] {
 		s := tr.spans[i].span
 		if (s.Status().Code() != ptrace.StatusCodeError && !sendCancelled(s)) || strAttr(s, attrConversationID) != "" {

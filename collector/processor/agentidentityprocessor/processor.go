@@ -375,6 +375,7 @@ func (p *identityProcessor) markDuplicates(tr *traceAnalysis, t *tally) {
 }
 
 // countServedMarks counts what the serving process marked on the entry span c
+// (or on the span below it that the callee's side is read from, calleeEntry)
 // of hop par -> c: agent_identity.delegation.duplicate=true (it had executed
 // this delegation before, possibly in another trace: a retry after a crash is
 // a new trace, which no per-trace analysis sees beside the first, and in two
@@ -383,7 +384,7 @@ func (p *identityProcessor) markDuplicates(tr *traceAnalysis, t *tally) {
 // before, executed again or answered from a ledger). markDuplicates does not
 // count such an execution a second time.
 func (tr *traceAnalysis) countServedMarks(par, c int32, t *tally) {
-	attrs := tr.spans[c].span.Attributes()
+	attrs := tr.spans[tr.calleeEntry(c)].span.Attributes()
 	key := pairKey{caller: tr.spans[par].service, callee: tr.spans[c].service}
 	if v, ok := attrs.Get(attrDelegationDuplicate); ok && v.Type() == pcommon.ValueTypeBool && v.Bool() {
 		if tr.served == nil {

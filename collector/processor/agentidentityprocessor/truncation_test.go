@@ -42,7 +42,7 @@ func TestIdsCutByAttributeLengthLimits(t *testing.T) {
 					attrOperationName: operationInvokeAgent, attrConversationID: req,
 					attrRequestedID: req, attrDelegationID: "d1", attrAnsweredBefore: true}},
 				{ID: "entry", Parent: "send", Service: "specialist", Kind: "server", Attrs: map[string]any{
-					attrConversationID: ans, attrRequestedID: ans}},
+					attrConversationID: ans, attrRequestedID: ans, attrResumed: true}},
 			})
 			h := newHarness(t, configFrom(t, map[string]any{"hop_window": "0s"}))
 			require.NoError(t, h.proc.ConsumeTraces(context.Background(), td))
