@@ -102,6 +102,9 @@ def otel_env(service: str, endpoint: str | None, **extra: str | None) -> dict[st
 
     a2a-sdk's own per-method spans are off (``OTEL_INSTRUMENTATION_A2A_SDK_ENABLED=false``) so traces
     read as agent -> hop -> agent; pass ``OTEL_INSTRUMENTATION_A2A_SDK_ENABLED="true"`` to keep them.
+    So is the Starlette (ASGI) server tracing the test extra installs: our A2A SERVER span is the
+    callee's entry span; pass ``OTEL_PYTHON_DISABLED_INSTRUMENTATIONS=None`` to put the HTTP SERVER
+    span above it.
     """
     env = dict(
         os.environ,
@@ -111,6 +114,7 @@ def otel_env(service: str, endpoint: str | None, **extra: str | None) -> dict[st
         OTEL_BSP_SCHEDULE_DELAY="100",
         PYTHONUNBUFFERED="1",
         OTEL_INSTRUMENTATION_A2A_SDK_ENABLED="false",
+        OTEL_PYTHON_DISABLED_INSTRUMENTATIONS="starlette",
     )
     if endpoint:
         env.update(

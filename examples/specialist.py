@@ -16,6 +16,10 @@ five shapes real A2A services take. No tracing code of its own: run it under the
     keeping the history of each context itself, and declaring whether it had one
     (``otel_agent_identity.resumed``). Continues.
   - ``plain-new-context``: a plain executor answering every request in a new contextId. Forgets.
+  - ``plain-forgets`` (not one of the five): a plain executor answering in the request's context
+    but keeping no history, declaring so (``resumed(False)``). Forgets.
+  - ``plain-undeclared`` (not one of the five): ``plain`` without the ``resumed`` declaration (the
+    collector cannot judge its state: ``state_unknown``). Continues.
   - ``new-session`` (not one of the five): ``A2AExecutor`` serving an agent that drops the session
     id it is given, so even the agent's own conversation id is new on every request.
 
@@ -61,6 +65,8 @@ CONTINUES = {
     "a2a-executor": False,
     "plain": True,
     "plain-new-context": False,
+    "plain-forgets": False,
+    "plain-undeclared": True,
     "new-session": False,
     **framework_specialists.CONTINUES,
 }
@@ -107,18 +113,22 @@ class SessionExecutor(AgentExecutor):
 
 class PlainExecutor(AgentExecutor):
     """No agent framework: the executor keeps each context's history itself (its "model" sees it).
-    ``new_context``: answers every request in a new contextId, whose history is empty."""
+    ``new_context``: answers every request in a new contextId, whose history is empty; ``keep``:
+    False keeps no history; ``declare``: False never calls ``otel_agent_identity.resumed``."""
 
-    def __init__(self, truth: str | None, new_context: bool = False) -> None:
+    def __init__(self, truth: str | None, new_context: bool = False, keep: bool = True, declare: bool = True) -> None:
         self.truth = truth
         self.new_context = new_context
+        self.keep, self.declare = keep, declare
         self.history: dict[str, int] = {}
 
     async def execute(self, context, event_queue) -> None:
         ctx = uuid.uuid4().hex if self.new_context else context.context_id
-        otel_agent_identity.resumed(ctx in self.history)  # no framework adapter can tell: declared
+        if self.declare:
+            otel_agent_identity.resumed(ctx in self.history)  # no framework adapter can tell: declared
         seen = self.history.get(ctx, 0) + 1
-        self.history[ctx] = seen + 1  # and the reply
+        if self.keep:
+            self.history[ctx] = seen + 1  # and the reply
         write_truth(self.truth, seen, ctx)
         text = f"echo: {get_message_text(context.message)}"
         await event_queue.enqueue_event(new_text_message(text, context_id=ctx))
@@ -133,7 +143,9 @@ def build_executor(
     if shape in framework_specialists.CONTINUES:
         return framework_specialists.build_executor(shape, name, lambda n, cid: write_truth(truth, n, cid), db)
     if shape.startswith("plain"):
-        return PlainExecutor(truth, new_context=shape == "plain-new-context")
+        return PlainExecutor(
+            truth, new_context=shape == "plain-new-context", keep=shape != "plain-forgets", declare=shape != "plain-undeclared"
+        )
     mode = "service" if shape == "session-service" else "local"
     agent_cls = ForgetfulAgent if shape == "new-session" else Agent
     agent = agent_cls(client=OfflineChatClient(mode=mode, prefix=name, truth=truth or ""), name=name)

@@ -51,6 +51,9 @@ const (
 	// contextId and the method (SendMessage, ...) of its request handler span.
 	attrA2AJavaContextID = "gen_ai.agent.a2a.context_id"
 	attrA2AJavaOperation = "gen_ai.agent.a2a.operation.name"
+	// ourScope: the instrumentation scope of this instrumentation's spans
+	// (the Python package's tracer).
+	ourScope = "otel_agent_identity"
 	// attrHopCalleeKind: where the callee's side of the hop was read from.
 	attrHopCalleeKind = "agent_identity.hop.callee.kind"
 	// resultStateUnknown: the callee answered in the requested context, and
@@ -78,7 +81,7 @@ type calleeSide struct {
 func (tr *traceAnalysis) readCallee(h *hop) {
 	c := h.c
 	switch {
-	case h.resumedKnown || h.execution != "" || hasOwnAttr(tr.spans[h.e].span):
+	case h.resumedKnown || h.execution != "" || tr.isOurs(h.e):
 		h.side.kind = calleeKindOurs
 	case tr.firstBelow(c, tr.hasA2AJava) >= 0:
 		h.side.kind = calleeKindA2AJava
@@ -152,20 +155,26 @@ func (tr *traceAnalysis) markCallee(h *hop, result string, t *tally) {
 // calleeEntry returns the span the callee's side of the hop into entry span c
 // is read from: the most informative span at or below c in c's service, c or
 // a SERVER span (the request as a layer below the transport saw it), in this
-// order: one with our attributes, one of the A2A semconv (a2a.method.name),
-// one of a2a-java; else c. A callee that also runs ASGI/Starlette server
-// tracing has the HTTP SERVER span as c, and our A2A SERVER span below it
-// carries the request (requested, answered, resumed).
+// order: one of ours (isOurs), one of the A2A semconv (a2a.method.name), one
+// of a2a-java; else c. A callee that also runs ASGI/Starlette server tracing
+// has the HTTP SERVER span as c, and our A2A SERVER span below it carries the
+// request (requested, answered, resumed).
 func (tr *traceAnalysis) calleeEntry(c int32) int32 {
-	for _, has := range [...]func(ptrace.Span) bool{hasOwnAttr, isA2ASemconvSpan, hasA2AJavaAttr} {
+	for _, has := range [...]func(int32) bool{tr.isOurs, tr.isA2ASemconv, tr.hasA2AJava} {
 		if i := tr.firstBelow(c, func(i int32) bool {
-			s := tr.spans[i].span
-			return (i == c || s.Kind() == ptrace.SpanKindServer) && has(s)
+			return (i == c || tr.spans[i].span.Kind() == ptrace.SpanKindServer) && has(i)
 		}); i >= 0 {
 			return i
 		}
 	}
 	return c
+}
+
+// isOurs reports whether span i is of this instrumentation: it carries our
+// attributes, or our tracer emitted it (our A2A SERVER span of a first turn
+// may carry none).
+func (tr *traceAnalysis) isOurs(i int32) bool {
+	return tr.spans[i].ours || hasOwnAttr(tr.spans[i].span)
 }
 
 // hasOwnAttr reports whether span carries an attribute of this
@@ -179,15 +188,14 @@ func hasOwnAttr(span ptrace.Span) bool {
 	return false
 }
 
-func (tr *traceAnalysis) hasA2AJava(i int32) bool { return hasA2AJavaAttr(tr.spans[i].span) }
-
-func (tr *traceAnalysis) isA2ASemconv(i int32) bool { return isA2ASemconvSpan(tr.spans[i].span) }
-
-func hasA2AJavaAttr(s ptrace.Span) bool {
+func (tr *traceAnalysis) hasA2AJava(i int32) bool {
+	s := tr.spans[i].span
 	return strAttr(s, attrA2AJavaOperation) != "" || strAttr(s, attrA2AJavaContextID) != ""
 }
 
-func isA2ASemconvSpan(s ptrace.Span) bool { return strAttr(s, attrA2AMethod) != "" }
+func (tr *traceAnalysis) isA2ASemconv(i int32) bool {
+	return strAttr(tr.spans[i].span, attrA2AMethod) != ""
+}
 
 // unjudgedKey is the label set of agent_identity.state_unknown.
 type unjudgedKey struct{ caller, callee, kind string }

@@ -31,6 +31,7 @@ type spanIn struct {
 	Start   int64          `json:"start,omitempty"`   // start time, default: position
 	Status  string         `json:"status,omitempty"`  // "error" sets status ERROR
 	Attrs   map[string]any `json:"attrs,omitempty"`
+	Scope   string         `json:"scope,omitempty"` // instrumentation scope name
 }
 
 func spanID(seed string) pcommon.SpanID {
@@ -62,7 +63,9 @@ func buildTraces(t testing.TB, spans []spanIn) ptrace.Traces {
 		if in.Service != nil {
 			require.NoError(t, rs.Resource().Attributes().FromRaw(map[string]any{"service.name": in.Service}))
 		}
-		s := rs.ScopeSpans().AppendEmpty().Spans().AppendEmpty()
+		ss := rs.ScopeSpans().AppendEmpty()
+		ss.Scope().SetName(in.Scope)
+		s := ss.Spans().AppendEmpty()
 		s.SetTraceID(traceID(in.Trace))
 		s.SetSpanID(spanID(in.ID))
 		if in.Parent != "" {

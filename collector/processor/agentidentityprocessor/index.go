@@ -23,6 +23,8 @@ const (
 type spanRef struct {
 	span    ptrace.Span
 	service string
+	// ours: emitted by this instrumentation's tracer (scope ourScope)
+	ours bool
 }
 
 // scratch holds the per-call buffers, reused across calls through a pool so a
@@ -122,6 +124,7 @@ func groupByTrace(td ptrace.Traces, sc *scratch) [][]spanRef {
 		sss := rs.ScopeSpans()
 		for j := range sss.Len() {
 			spans := sss.At(j).Spans()
+			ours := sss.At(j).Scope().Name() == ourScope
 			for k := range spans.Len() {
 				span := spans.At(k)
 				if len(refs) == 0 {
@@ -129,7 +132,7 @@ func groupByTrace(td ptrace.Traces, sc *scratch) [][]spanRef {
 				} else if !multi && span.TraceID() != first {
 					multi = true
 				}
-				refs = append(refs, spanRef{span: span, service: svc})
+				refs = append(refs, spanRef{span: span, service: svc, ours: ours})
 			}
 		}
 	}
