@@ -143,9 +143,8 @@ def build_executor(
     if shape in framework_specialists.CONTINUES:
         return framework_specialists.build_executor(shape, name, lambda n, cid: write_truth(truth, n, cid), db)
     if shape.startswith("plain"):
-        return PlainExecutor(
-            truth, new_context=shape == "plain-new-context", keep=shape != "plain-forgets", declare=shape != "plain-undeclared"
-        )
+        keep, declare = shape != "plain-forgets", shape != "plain-undeclared"
+        return PlainExecutor(truth, new_context=shape == "plain-new-context", keep=keep, declare=declare)
     mode = "service" if shape == "session-service" else "local"
     agent_cls = ForgetfulAgent if shape == "new-session" else Agent
     agent = agent_cls(client=OfflineChatClient(mode=mode, prefix=name, truth=truth or ""), name=name)

@@ -93,7 +93,13 @@ def one_trace(orch: trace.Tracer, spec: trace.Tracer, conv: str, created: list, 
         spec.start_as_current_span("POST /", kind=trace.SpanKind.SERVER) as server,
         spec.start_as_current_span(
             "invoke_agent specialist",
-            attributes={OP: "invoke_agent", AGENT: "specialist", CONV: conv, EXECUTION: callee_execution, RESUMED: True},
+            attributes={
+                OP: "invoke_agent",
+                AGENT: "specialist",
+                CONV: conv,
+                EXECUTION: callee_execution,
+                RESUMED: True,
+            },
         ) as agent,
     ):
         chat_attrs = {OP: "chat", "gen_ai.input.messages": payload} if payload else {OP: "chat"}

@@ -118,7 +118,7 @@ def test_verdicts_equal_what_each_executor_saw(world):
 
 
 def test_forgotten_turns_counted_as_mismatches_and_undeclared_ones_as_state_unknown(world):
-    collector, records, _, _ = world
+    collector = world[0]
     later = 2 * (TURNS - 1)  # turns 2 and 3, from each of the two callers
 
     def counted():
@@ -137,4 +137,3 @@ def test_forgotten_turns_counted_as_mismatches_and_undeclared_ones_as_state_unkn
         return figures if figures == want else None
 
     cs.wait_for(counted, 60, "the mismatches and state_unknown hops counted")
-
