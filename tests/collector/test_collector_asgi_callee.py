@@ -21,6 +21,7 @@ ours (requested, answered, ``resumed``), not from the bare HTTP span:
 
 Callers: the orchestrator's Agent Framework ``A2AAgent`` and its direct a2a-sdk client, three turns
 each. Ground truth: what each executor or model really saw (its ``--truth`` file), checked both ways.
+``A2AAgent``'s Agent Card GETs, which Starlette traces too, are no hops.
 """
 
 from __future__ import annotations
@@ -94,6 +95,16 @@ def test_the_entry_span_is_the_http_server_span_over_ours(world):
         assert {"http.method", "http.request.method"} & set(hop.attributes), hop
         ours = [s for s in spans if s.parent_id == hop.span_id and s.service == hop.service and s.kind == 2]
         assert [s.attributes.get("a2a.method.name") for s in ours] in (["SendMessage"], ["SendStreamingMessage"]), ours
+
+
+def test_agent_card_fetches_are_no_hops(world):
+    """``A2AAgent`` fetches each specialist's Agent Card: Starlette traces that GET as a SERVER span
+    under the caller's CLIENT span, and the collector leaves it unjudged (discovery, not a hop)."""
+    _, _, spans, _ = world
+    cards = [s for s in spans if s.kind == 2 and str(s.attributes.get("http.target")).endswith("/agent-card.json")]
+    assert {s.service for s in cards} == set(SHAPES), cards
+    assert not [s for s in cards if "agent_identity.hop.result" in s.attributes], cards
+    assert not [s for s in h.hop_spans(spans) if s.attributes["agent_identity.hop.result"] == "not_required"]
 
 
 def test_verdicts_equal_what_each_executor_saw(world):

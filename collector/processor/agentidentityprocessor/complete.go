@@ -168,14 +168,15 @@ func isSend(s ptrace.Span) bool {
 // judged complete, then this part arrived): in the same service it is no hop
 // (nothing to mark); in another, a hop whose caller side is gone: recorded
 // `not_required` (a hop a rule requires from a requesting span would have
-// kept the trace waiting for its callee). False when c's parent is unknown.
+// kept the trace waiting for its callee), unless it is a card fetch. False
+// when c's parent is unknown.
 func (tr *traceAnalysis) lateHop(c int32, t *tally) bool {
 	s := tr.spans[c]
 	caller, ok := tr.sc.earlier[s.span.ParentSpanID()]
 	if !ok || caller == "" || s.service == "" {
 		return false
 	}
-	if caller != s.service {
+	if caller != s.service && !cardFetch(s.span) {
 		attrs := s.span.Attributes()
 		attrs.PutStr(attrHopResult, resultNotRequired)
 		attrs.PutStr(attrHopCallerService, caller)

@@ -3,6 +3,8 @@
 package agentidentityprocessor // import "github.com/otel-agent-identity/otel-agent-identity/collector/processor/agentidentityprocessor"
 
 import (
+	"strings"
+
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 )
@@ -267,4 +269,36 @@ func verdict(result string) (flagged, judged bool) {
 		return false, true
 	}
 	return false, false
+}
+
+// agentCardPaths: where an A2A client fetches a callee's Agent Card (A2A 1.x,
+// and 0.3's name).
+var agentCardPaths = [...]string{"/.well-known/agent-card.json", "/.well-known/agent.json"}
+
+// urlKeys: the attributes an HTTP span names its path or URL in (HTTP semconv,
+// stable and older).
+var urlKeys = [...]string{"url.path", "http.target", "http.route", "url.full", "http.url"}
+
+// cardFetch reports whether a cross-service pair (the callee's entry span,
+// and the caller's span above it when known) is an A2A client fetching the
+// callee's Agent Card: agentCardPaths on either, as HTTP tracing records it.
+// That is discovery, not a hop: no verdict, not counted.
+func cardFetch(spans ...ptrace.Span) bool {
+	for _, s := range spans {
+		for _, k := range urlKeys {
+			v := strAttr(s, k)
+			if v == "" {
+				continue
+			}
+			if q := strings.IndexAny(v, "?#"); q >= 0 {
+				v = v[:q]
+			}
+			for _, path := range agentCardPaths {
+				if strings.HasSuffix(v, path) {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }

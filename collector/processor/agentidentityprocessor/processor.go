@@ -136,7 +136,7 @@ func (p *identityProcessor) processTrace(spans []spanRef, sc *scratch, t *tally)
 			par >= 0 && (spans[par].service == "" || spans[c].service == ""):
 			spans[c].span.Attributes().PutStr(attrHopResult, resultUnresolved)
 			bump(&t.unresolved, serviceLabel(spans[c].service))
-		case par >= 0 && spans[par].service != spans[c].service:
+		case par >= 0 && spans[par].service != spans[c].service && !cardFetch(spans[c].span, spans[par].span):
 			p.checkHop(tr, par, c, t)
 			tr.countServedMarks(par, c, t)
 		}
