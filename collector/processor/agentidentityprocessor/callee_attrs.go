@@ -11,11 +11,14 @@ import (
 
 // The callee's side of a hop, read from whatever its telemetry carries
 // (docs/a2a.md, "Callees in other languages"). resolveHop reads our attributes
-// first (the entry span's, then its serving agent span's); readCallee then
+// first (those of the span calleeEntry picks: the entry span, or our A2A SERVER
+// span below a transport's HTTP SERVER span; then its serving agent span's);
+// readCallee then
 // names where they came from (agent_identity.hop.callee.kind) and, for a
 // callee that carries less, fills what is missing:
 //   - agent_identity: our attributes (this instrumentation, or an agent in any
-//     language that follows the `resumed` contract of docs/attributes.md);
+//     language that follows the `resumed` contract of docs/attributes.md), or
+//     a span of our tracer (ourScope);
 //   - a2a_semconv: the A2A semantic conventions, a span of the callee's
 //     service at or below its entry span with a2a.method.name, whose
 //     gen_ai.conversation.id is the context it answered in;
@@ -31,9 +34,10 @@ import (
 // context than the requested one marked it agent_identity.conversation.changed;
 // a send that ended with an answer, unmarked, was answered in the requested
 // context; on a first turn its gen_ai.conversation.id is the context the callee
-// assigned. No callee kind but ours says whether the run resumed prior state:
-// such a hop answered in the requested context is state_unknown, never
-// continued nor state_not_resumed.
+// assigned. Only `resumed` (ours, or the contract's) says whether the run
+// resumed prior state: without it, a hop answered in the requested context is
+// state_unknown whatever the callee kind, never continued nor
+// state_not_resumed.
 
 // Values of agent_identity.hop.callee.kind.
 const (
