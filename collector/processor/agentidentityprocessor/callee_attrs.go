@@ -158,20 +158,32 @@ func (tr *traceAnalysis) markCallee(h *hop, result string, t *tally) {
 
 // calleeEntry returns the span the callee's side of the hop into entry span c
 // is read from: the most informative span at or below c in c's service, c or
-// a SERVER span (the request as a layer below the transport saw it), in this
-// order: one of ours (isOurs), one of the A2A semconv (a2a.method.name), one
-// of a2a-java; else c. A callee that also runs ASGI/Starlette server tracing
-// has the HTTP SERVER span as c, and our A2A SERVER span below it carries the
-// request (requested, answered, resumed).
+// a SERVER span above the serving agent run (the request as a layer below the
+// transport saw it), in this order: one of ours (isOurs), one of the A2A
+// semconv (a2a.method.name), one of a2a-java; else c. A callee that also runs
+// ASGI/Starlette server tracing has the HTTP SERVER span as c, and our A2A
+// SERVER span below it carries the request (requested, answered, resumed).
 func (tr *traceAnalysis) calleeEntry(c int32) int32 {
-	for _, has := range [...]func(int32) bool{tr.isOurs, tr.isA2ASemconv, tr.hasA2AJava} {
-		if i := tr.firstBelow(c, func(i int32) bool {
-			return (i == c || tr.spans[i].span.Kind() == ptrace.SpanKindServer) && has(i)
-		}); i >= 0 {
-			return i
-		}
+	if tr.isOurs(c) {
+		return c
 	}
-	return c
+	best, rank := c, 3
+	tr.firstBelowOutside(c, func(i int32) bool {
+		if i != c && tr.spans[i].span.Kind() != ptrace.SpanKindServer {
+			return false
+		}
+		switch {
+		case tr.isOurs(i):
+			best = i
+			return true
+		case rank > 1 && tr.isA2ASemconv(i):
+			best, rank = i, 1
+		case rank > 2 && tr.hasA2AJava(i):
+			best, rank = i, 2
+		}
+		return false
+	}, tr.isAgent)
+	return best
 }
 
 // isOurs reports whether span i is of this instrumentation: it carries our

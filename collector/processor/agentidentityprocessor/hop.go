@@ -285,6 +285,9 @@ var urlKeys = [...]string{"url.path", "http.target", "http.route", "url.full", "
 // That is discovery, not a hop: no verdict, not counted.
 func cardFetch(spans ...ptrace.Span) bool {
 	for _, s := range spans {
+		if strAttr(s, "http.request.method") != "GET" && strAttr(s, "http.method") != "GET" {
+			continue // the HTTP semconv records the method wherever it records the path
+		}
 		for _, k := range urlKeys {
 			v := strAttr(s, k)
 			if v == "" {

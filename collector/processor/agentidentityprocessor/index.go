@@ -343,6 +343,12 @@ func (t *traceIndex) nearest(memo *[]int32, i int32, pred func(int32) bool) int3
 // firstBelow returns the shallowest span at or below c, in c's service, for
 // which pred holds, or -1.
 func (t *traceIndex) firstBelow(c int32, pred func(int32) bool) int32 {
+	return t.firstBelowOutside(c, pred, nil)
+}
+
+// firstBelowOutside is firstBelow not looking below a span for which skip
+// (nil: none) holds.
+func (t *traceIndex) firstBelowOutside(c int32, pred, skip func(int32) bool) int32 {
 	svc := t.spans[c].service
 	q := append(t.queue[:0], c)
 	res := int32(-1)
@@ -351,6 +357,9 @@ func (t *traceIndex) firstBelow(c int32, pred func(int32) bool) int32 {
 		if pred(i) {
 			res = i
 			break
+		}
+		if skip != nil && skip(i) {
+			continue
 		}
 		for _, ch := range t.kids[t.first[i]:t.first[i+1]] {
 			if t.spans[ch].service == svc {
