@@ -315,7 +315,9 @@ type dropFirst struct {
 	dropped atomic.Bool
 }
 
-func (d *dropFirst) Capabilities() consumer.Capabilities { return consumer.Capabilities{MutatesData: true} }
+func (d *dropFirst) Capabilities() consumer.Capabilities {
+	return consumer.Capabilities{MutatesData: true}
+}
 
 func (d *dropFirst) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
 	d.calls.Add(1)
