@@ -266,7 +266,9 @@ def test_restart_mid_turn_counts_the_late_part_unresolved_once(tmp_path):
     orch, spec = tracers["orchestrator"], tracers["specialist"]
     conv = {"gen_ai.conversation.id": "conv-restart"}
     try:
-        root = orch.start_span("invoke_agent orchestrator", attributes={"gen_ai.operation.name": "invoke_agent", **conv})
+        root = orch.start_span(
+            "invoke_agent orchestrator", attributes={"gen_ai.operation.name": "invoke_agent", **conv}
+        )
         send = orch.start_span(
             "invoke_agent specialist",
             trace.set_span_in_context(root),
