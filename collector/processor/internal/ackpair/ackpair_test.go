@@ -177,6 +177,9 @@ func TestConfigValidate(t *testing.T) {
 	if (&ackholdprocessor.Config{Timeout: 0}).Validate() == nil {
 		t.Fatal("a zero timeout must be rejected")
 	}
+	if (&ackholdprocessor.Config{Timeout: time.Second, ResendAfter: -time.Second}).Validate() == nil {
+		t.Fatal("a negative resend_after must be rejected")
+	}
 	if err := newHold().CreateDefaultConfig().(*ackholdprocessor.Config).Validate(); err != nil {
 		t.Fatal(err)
 	}
