@@ -157,13 +157,22 @@ def start_specialist(
 
 
 def start_server(
-    script: str, service: str, endpoint: str | None, *args: str, stdout: int = subprocess.PIPE, **extra: str | None
+    script: str,
+    service: str,
+    endpoint: str | None,
+    *args: str,
+    stdout: int = subprocess.PIPE,
+    python: str | Path | None = None,
+    **extra: str | None,
 ):
     """Start ``examples/<script> --port P --name service *args`` under the launcher; returns
     ``(process, url)`` once it listens (``stdout``: a pipe unless told, e.g. ``subprocess.DEVNULL``;
-    stderr the file ``process.log_path``). Raises RuntimeError (with its log) if it never listens."""
+    stderr the file ``process.log_path``; ``python``: another venv's interpreter, run under that
+    venv's launcher). Raises RuntimeError (with its log) if it never listens."""
     port = free_port()
-    cmd = [str(LAUNCHER), sys.executable, str(EXAMPLES / script), "--port", str(port), "--name", service, *args]
+    python = Path(python or sys.executable)
+    launcher = python.with_name("opentelemetry-instrument")
+    cmd = [str(launcher), str(python), str(EXAMPLES / script), "--port", str(port), "--name", service, *args]
     with tempfile.NamedTemporaryFile(prefix=f"{service}-", suffix=".log", delete=False) as log:
         proc = subprocess.Popen(cmd, env=otel_env(service, endpoint, **extra), stdout=stdout, stderr=log, text=True)
     proc.log_path = Path(log.name)

@@ -1,0 +1,168 @@
+"""Real A2A hops across Strands Agents and CrewAI, a2a-sdk 1.x and 0.3, judged by the real collector
+(shipped single-node config): each agent in its own venv, as a subprocess under its own launcher.
+
+- a2a-sdk 1.x callers (``.venv``, ``examples/orchestrator.py``: Agent Framework ``A2AAgent`` built
+  from the card, and a direct a2a-sdk 1.x client) talk A2A 0.3 to the 0.3 servers: a2a-sdk 1.x picks
+  its 0.3 JSON-RPC transport from a card whose ``protocolVersion`` is 0.3 (``a2a.compat.v0_3``);
+- Strands' ``A2AServer`` (a2a-sdk 0.3, ``.venv-strands``, ``examples/strands_specialist.py``), two
+  replicas behind one URL list (the callers alternate turns between them, as a load balancer does):
+  ``session`` (a ``FileSessionManager`` keyed by the contextId, one store shared by the replicas:
+  turn 2 on the other replica restores turn 1, it continues) and ``memory`` (no session manager:
+  the other replica has never seen the context, it forgets);
+- CrewAI's executor helper serving (``crewai.a2a.utils.task.execute`` in an a2a-sdk 0.3 executor,
+  ``.venv-crewai``, ``examples/crewai_specialist.py``): a fresh ``Task`` per request, it forgets;
+- CrewAI's A2A client (``execute_a2a_delegation``, a2a-sdk 0.3, ``.venv-crewai``,
+  ``examples/crewai_a2a_app.py``) sending the contextId it was answered in, to all of them.
+
+Ground truth: each callee's model records how many messages of the conversation it really saw,
+per trace. Every hop's verdict must equal it, both ways: turn 1 ``first_turn``, turn 2 ``continued``
+when the model saw turn 1, ``state_not_resumed`` (flagged, counted in ``agent_identity_mismatches``)
+when it did not. Strands' own ``A2AAgent``, which never sends a contextId:
+``tests/strands_agents/test_strands_collector.py``.
+
+Needs the collector (``AGENT_IDENTITY_COLLECTOR``) and the Strands and CrewAI venvs' interpreters
+(``AGENT_IDENTITY_STRANDS_PYTHON``, ``AGENT_IDENTITY_CREWAI_PYTHON``): ``make test-a2a-crossversion``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import a2a_harness as h
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "collector"))
+import collector_support as cs
+
+COLLECTOR = os.environ.get("AGENT_IDENTITY_COLLECTOR")
+STRANDS_PY = os.environ.get("AGENT_IDENTITY_STRANDS_PYTHON")
+CREWAI_PY = os.environ.get("AGENT_IDENTITY_CREWAI_PYTHON")
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.collector,
+    pytest.mark.skipif(
+        not (COLLECTOR and STRANDS_PY and CREWAI_PY),
+        reason="needs AGENT_IDENTITY_COLLECTOR, _STRANDS_PYTHON and _CREWAI_PYTHON (make test-a2a-crossversion)",
+    ),
+]
+TURNS = 2
+RESULT, MISMATCH = "agent_identity.hop.result", "agent_identity.hop.mismatch"
+# callee -> the verdicts its turns call for (the ground truth must say the same: checked too)
+WANT = {
+    "strands-session": ["first_turn", "continued"],
+    "strands-memory": ["first_turn", "state_not_resumed"],
+    "crewai": ["first_turn", "state_not_resumed"],
+}
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    """The collector and the callees; yields ``(collector, {callee: url list}, truth file)``."""
+    work = tmp_path_factory.mktemp("a2a-crossversion")
+    truth = work / "truth.jsonl"
+    with h.collector_run(COLLECTOR, work, groupbytrace_wait="1s") as (collector, procs):
+
+        def start(script, service, python, *args):
+            proc, url = h.start_server(
+                script, service, collector.endpoint, "--truth", str(truth), *args, stdout=subprocess.DEVNULL,
+                python=python,
+            )  # fmt: skip
+            procs.append(proc)
+            return url
+
+        urls = {}
+        for shape in ("session", "memory"):
+            storage = str(work / f"{shape}-sessions")
+            replicas = [
+                start("strands_specialist.py", f"strands-{shape}", STRANDS_PY, "--shape", shape, "--storage", storage)
+                for _ in range(2)
+            ]
+            urls[f"strands-{shape}"] = ",".join(replicas)
+        urls["crewai"] = start("crewai_specialist.py", "crewai", CREWAI_PY)
+        yield collector, urls, truth
+
+
+def _judged(collector, traces: set[str]) -> list[h.Span]:
+    """Every span the collector wrote, once each of ``traces`` has its hop verdict (bounded)."""
+
+    def ready():
+        spans = h.read_spans(collector.spans_file)
+        return spans if traces <= {s.trace_id for s in h.hop_spans(spans)} else None
+
+    return cs.wait_for(ready, 120, "a verdict on every hop")
+
+
+def _check(collector, truth_file: Path, records: list[dict], caller: str) -> dict[str, list[str]]:
+    """Per callee, the collector's verdicts on ``records`` (turn order); asserts each equals its
+    ground truth (and its mismatch flag), and that every hop is from ``caller`` to our callee."""
+    spans = _judged(collector, {rec["trace_id"] for rec in records})
+    truth = h.read_truth(truth_file)
+    got: dict[str, list[str]] = {}
+    for rec in sorted(records, key=lambda r: r["turn"]):
+        (hop,) = [s for s in h.hop_spans(spans) if s.trace_id == rec["trace_id"]]
+        a = hop.attributes
+        want = h.expected_result(rec, truth[rec["trace_id"]])
+        assert a[RESULT] == want, (rec, truth[rec["trace_id"]], a)
+        assert a.get(MISMATCH) is (want == "state_not_resumed"), a
+        assert a["agent_identity.hop.caller.service.name"] == caller and hop.service == rec["callee"], (rec, a)
+        assert a["agent_identity.hop.callee.kind"] == "agent_identity", a
+        got.setdefault(rec["callee"], []).append(a[RESULT])
+    return got
+
+
+@pytest.mark.parametrize("direct", [False, True], ids=["af_a2a_agent", "a2a_sdk_1x_client"])
+def test_1x_callers_judged_right_on_0_3_strands_and_crewai(world, direct):
+    """a2a-sdk 1.x -> 0.3: Agent Framework's ``A2AAgent`` and a direct 1.x client continue the
+    contextId they were answered in; Strands' session replicas continue, its memory replicas and
+    CrewAI's helper forget."""
+    collector, urls, truth = world
+    records, _ = h.run_orchestrator(list(urls.items()), collector.endpoint, turns=TURNS, direct=direct, card=True)
+    assert not [r for r in records if r["error"]], records
+    for rec in records:
+        rec["callee"] = rec["specialist"]
+        assert (rec["requested"] is None) is (rec["turn"] == 1) and rec["answered"], rec
+    assert _check(collector, truth, records, "orchestrator") == WANT
+
+
+def test_crewai_client_judged_right_on_strands_and_crewai(world):
+    """a2a-sdk 0.3 -> 0.3, across frameworks: CrewAI's A2A client sends the contextId it was
+    answered in on turn 2; the same callees, the same verdicts."""
+    collector, urls, truth = world
+    cmd = [str(Path(CREWAI_PY).with_name("opentelemetry-instrument")), CREWAI_PY]
+    cmd += [str(h.EXAMPLES / "crewai_a2a_app.py"), "--turns", str(TURNS)]
+    for callee, url in urls.items():
+        cmd += ["--callee", f"{callee}={url}"]
+    env = h.otel_env("crewai-app", collector.endpoint, CREWAI_DISABLE_TELEMETRY="true")
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr[-3000:]
+    records = [json.loads(line) for line in done.stdout.splitlines() if line.startswith('{"callee"')]
+    assert len(records) == TURNS * len(urls), done.stdout
+    assert _check(collector, truth, records, "crewai-app") == WANT
+
+
+def test_hops_and_mismatches_counted(world):
+    """After the callers (module order): the collector's Prometheus counters agree with its verdict
+    spans, per caller and callee: every hop once in ``agent_identity_hops{result}``, every
+    ``state_not_resumed`` once in ``agent_identity_mismatches``."""
+    collector, _, _ = world
+    hops = [s for s in h.hop_spans(h.read_spans(collector.spans_file))]
+    assert len(hops) == 3 * TURNS * len(WANT)
+    want = Counter((s.attributes["agent_identity.hop.caller.service.name"], s.service, s.attributes[RESULT]) for s in hops)
+
+    def counted() -> bool:
+        samples = h.scrape(collector.metrics_port)
+        for (caller, callee, result), n in want.items():
+            labels = {"caller_service": caller, "callee_service": callee}
+            if h.metric_sum(samples, "agent_identity_hops", result=result, **labels) != n:
+                return False
+            if result == "state_not_resumed":
+                if h.metric_sum(samples, "agent_identity_mismatches", reason=result, **labels) != n:
+                    return False
+        return True
+
+    cs.wait_for(counted, 30, f"agent_identity_hops and _mismatches == {dict(want)}")
