@@ -10,8 +10,9 @@ LRU; default 1). ``--shape``:
     after eviction restores the context's messages, and continues.
   - ``memory``: no session manager: an evicted context's Agent is rebuilt empty, and forgets.
 
-``--storage DIR``: the session files' directory (default: a new temporary one), shared by replicas
-behind one URL list, as a load-balanced deployment shares its session store.
+Replicas behind a load balancer: ``--public-url`` (the balancer's URL, in the Agent Card) and
+``--storage DIR`` (the session files' directory, default a new temporary one), shared by the
+replicas as a load-balanced deployment shares its session store.
 
 Ground truth: per model call, how many messages the model was given, as JSON lines
 ``{"trace_id", "messages", "conversation_id"}`` appended to ``--truth PATH``.
@@ -78,6 +79,7 @@ def main() -> None:
     parser.add_argument("--max-contexts", type=int, default=1)
     parser.add_argument("--truth", help="append the messages seen per model call to this file")
     parser.add_argument("--storage", help="session: the FileSessionManager directory (replicas share one)")
+    parser.add_argument("--public-url", help="the URL its Agent Card gives (a load balancer's, before replicas)")
     args = parser.parse_args()
     server = A2AServer(
         agent_factory=factory(args.name, args.shape, args.truth, args.storage),
@@ -85,6 +87,7 @@ def main() -> None:
         port=args.port,
         max_contexts=args.max_contexts,
         enable_a2a_compliant_streaming=True,
+        http_url=args.public_url,
     )
     uvicorn.run(server.to_starlette_app(), host="127.0.0.1", port=args.port, log_level="warning")
 

@@ -5,7 +5,8 @@
   from the card, and a direct a2a-sdk 1.x client) talk A2A 0.3 to the 0.3 servers: a2a-sdk 1.x picks
   its 0.3 JSON-RPC transport from a card whose ``protocolVersion`` is 0.3 (``a2a.compat.v0_3``);
 - Strands' ``A2AServer`` (a2a-sdk 0.3, ``.venv-strands``, ``examples/strands_specialist.py``), two
-  replicas behind one URL list (the callers alternate turns between them, as a load balancer does):
+  replicas behind a round-robin load balancer (``a2a_harness.load_balancer``: turn 2 goes to the
+  other replica; the Agent Card gives the balancer's URL):
   ``session`` (a ``FileSessionManager`` keyed by the contextId, one store shared by the replicas:
   turn 2 on the other replica restores turn 1, it continues) and ``memory`` (no session manager:
   the other replica has never seen the context, it forgets);
@@ -26,6 +27,7 @@ Needs the collector (``AGENT_IDENTITY_COLLECTOR``) and the Strands and CrewAI ve
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -62,10 +64,11 @@ WANT = {
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
-    """The collector and the callees; yields ``(collector, {callee: url list}, truth file)``."""
+    """The collector and the callees; yields ``(collector, {callee: url}, truth file)``."""
     work = tmp_path_factory.mktemp("a2a-crossversion")
     truth = work / "truth.jsonl"
-    with h.collector_run(COLLECTOR, work, groupbytrace_wait="1s") as (collector, procs):
+    with contextlib.ExitStack() as stack:
+        collector, procs = stack.enter_context(h.collector_run(COLLECTOR, work, groupbytrace_wait="1s"))
 
         def start(script, service, python, *args):
             proc, url = h.start_server(
@@ -77,12 +80,16 @@ def world(tmp_path_factory):
 
         urls = {}
         for shape in ("session", "memory"):
-            storage = str(work / f"{shape}-sessions")
-            replicas = [
-                start("strands_specialist.py", f"strands-{shape}", STRANDS_PY, "--shape", shape, "--storage", storage)
-                for _ in range(2)
-            ]
-            urls[f"strands-{shape}"] = ",".join(replicas)
+            urls[f"strands-{shape}"], replicas = stack.enter_context(h.load_balancer())
+            args = (
+                "--shape",
+                shape,
+                "--storage",
+                str(work / f"{shape}-sessions"),
+                "--public-url",
+                urls[f"strands-{shape}"],
+            )
+            replicas += [start("strands_specialist.py", f"strands-{shape}", STRANDS_PY, *args) for _ in range(2)]
         urls["crewai"] = start("crewai_specialist.py", "crewai", CREWAI_PY)
         yield collector, urls, truth
 
@@ -101,6 +108,7 @@ def _check(collector, truth_file: Path, records: list[dict], caller: str) -> dic
     """Per callee, the collector's verdicts on ``records`` (turn order); asserts each equals its
     ground truth (and its mismatch flag), and that every hop is from ``caller`` to our callee."""
     spans = _judged(collector, {rec["trace_id"] for rec in records})
+    by_id = {s.span_id: s for s in spans}
     truth = h.read_truth(truth_file)
     got: dict[str, list[str]] = {}
     for rec in sorted(records, key=lambda r: r["turn"]):
@@ -110,7 +118,11 @@ def _check(collector, truth_file: Path, records: list[dict], caller: str) -> dic
         assert a[RESULT] == want, (rec, truth[rec["trace_id"]], a)
         assert a.get(MISMATCH) is (want == "state_not_resumed"), a
         assert a["agent_identity.hop.caller.service.name"] == caller and hop.service == rec["callee"], (rec, a)
-        assert a["agent_identity.hop.callee.kind"] == "agent_identity", a
+        assert "agent_identity.hop.callee.kind" not in a, a  # judged from our callee's own spans
+        send = by_id.get(hop.parent_id)  # the caller's send span: the wire spoke A2A 0.3
+        while send is not None and "a2a.protocol.version" not in send.attributes:
+            send = by_id.get(send.parent_id)
+        assert send is not None and send.service == caller and send.attributes["a2a.protocol.version"] == "0.3.0"
         got.setdefault(rec["callee"], []).append(a[RESULT])
     return got
 
@@ -152,7 +164,9 @@ def test_hops_and_mismatches_counted(world):
     collector, _, _ = world
     hops = [s for s in h.hop_spans(h.read_spans(collector.spans_file))]
     assert len(hops) == 3 * TURNS * len(WANT)
-    want = Counter((s.attributes["agent_identity.hop.caller.service.name"], s.service, s.attributes[RESULT]) for s in hops)
+    want = Counter(
+        (s.attributes["agent_identity.hop.caller.service.name"], s.service, s.attributes[RESULT]) for s in hops
+    )
 
     def counted() -> bool:
         samples = h.scrape(collector.metrics_port)
@@ -160,9 +174,9 @@ def test_hops_and_mismatches_counted(world):
             labels = {"caller_service": caller, "callee_service": callee}
             if h.metric_sum(samples, "agent_identity_hops", result=result, **labels) != n:
                 return False
-            if result == "state_not_resumed":
-                if h.metric_sum(samples, "agent_identity_mismatches", reason=result, **labels) != n:
-                    return False
+            flagged = h.metric_sum(samples, "agent_identity_mismatches", reason=result, **labels)
+            if flagged != (n if result == "state_not_resumed" else 0):
+                return False
         return True
 
     cs.wait_for(counted, 30, f"agent_identity_hops and _mismatches == {dict(want)}")
