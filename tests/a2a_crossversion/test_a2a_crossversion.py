@@ -18,8 +18,9 @@
 Ground truth: each callee's model records how many messages of the conversation it really saw,
 per trace. Every hop's verdict must equal it, both ways: turn 1 ``first_turn``, turn 2 ``continued``
 when the model saw turn 1, ``state_not_resumed`` (flagged, counted in ``agent_identity_mismatches``)
-when it did not. Strands' own ``A2AAgent``, which never sends a contextId:
-``tests/strands_agents/test_strands_collector.py``.
+when it did not. Strands' own ``A2AAgent`` (``examples/strands_app.py --via a2a-agent``) never
+sends a contextId: every call is a new remote conversation, ``first_turn`` each time, the restart
+visible on the caller's send span (``agent_identity.conversation.previous_id``).
 
 Needs the collector (``AGENT_IDENTITY_COLLECTOR``) and the Strands and CrewAI venvs' interpreters
 (``AGENT_IDENTITY_STRANDS_PYTHON``, ``AGENT_IDENTITY_CREWAI_PYTHON``): ``make test-a2a-crossversion``.
@@ -157,13 +158,54 @@ def test_crewai_client_judged_right_on_strands_and_crewai(world):
     assert _check(collector, truth, records, "crewai-app") == WANT
 
 
+def test_strands_a2a_agent_starts_a_new_remote_conversation_every_call(world):
+    """Strands' ``A2AAgent`` (a2a-sdk 0.3) never sends a contextId (issue 33): each call is a new
+    remote conversation, so each hop is ``first_turn`` (nothing was asked to continue: no false
+    alarm), and the remote model saw only that call's message (ground truth, no miss: nothing it
+    was asked to keep was lost). The restart shows on the caller's side: its second send carries
+    ``agent_identity.conversation.previous_id``, the context of the first."""
+    collector, urls, truth = world
+    records = []
+    for callee in ("strands-session", "crewai"):
+        cmd = [str(Path(STRANDS_PY).with_name("opentelemetry-instrument")), STRANDS_PY]
+        cmd += [str(h.EXAMPLES / "strands_app.py"), "--specialist", urls[callee], "--via", "a2a-agent"]
+        cmd += ["--conversation", f"conv-{callee}", "--turns", str(TURNS)]
+        done = subprocess.run(
+            cmd, env=h.otel_env("strands-app", collector.endpoint), capture_output=True, text=True, timeout=180
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith('{"session"')]
+        records += [{**rec, "callee": callee, "answered": rec["context_id"]} for rec in lines]
+    assert len(records) == TURNS * 2 and not any(rec["requested"] for rec in records)
+    assert _check(collector, truth, records, "strands-app") == {
+        c: ["first_turn"] * TURNS for c in ("strands-session", "crewai")
+    }
+    spans = h.read_spans(collector.spans_file)
+    all_truth = h.read_truth(truth)
+    for callee in ("strands-session", "crewai"):
+        mine = sorted((r for r in records if r["callee"] == callee), key=lambda r: r["turn"])
+        assert all(all_truth[r["trace_id"]] == [1] for r in mine)  # the remote model started fresh each time
+        sends = [
+            s.attributes
+            for r in mine
+            for s in spans
+            if s.trace_id == r["trace_id"]
+            and s.service == "strands-app"
+            and s.kind == 3
+            and "a2a.message.id" in s.attributes
+        ]
+        assert len(sends) == TURNS and sends[0]["gen_ai.conversation.id"] != sends[1]["gen_ai.conversation.id"]
+        assert "agent_identity.conversation.previous_id" not in sends[0]
+        assert sends[1]["agent_identity.conversation.previous_id"] == sends[0]["gen_ai.conversation.id"]
+
+
 def test_hops_and_mismatches_counted(world):
     """After the callers (module order): the collector's Prometheus counters agree with its verdict
     spans, per caller and callee: every hop once in ``agent_identity_hops{result}``, every
     ``state_not_resumed`` once in ``agent_identity_mismatches``."""
     collector, _, _ = world
     hops = [s for s in h.hop_spans(h.read_spans(collector.spans_file))]
-    assert len(hops) == 3 * TURNS * len(WANT)
+    assert len(hops) == 3 * TURNS * len(WANT) + 2 * TURNS
     want = Counter(
         (s.attributes["agent_identity.hop.caller.service.name"], s.service, s.attributes[RESULT]) for s in hops
     )
