@@ -12,8 +12,12 @@
   the other replica has never seen the context, it forgets);
 - CrewAI's executor helper serving (``crewai.a2a.utils.task.execute`` in an a2a-sdk 0.3 executor,
   ``.venv-crewai``, ``examples/crewai_specialist.py``): a fresh ``Task`` per request, it forgets;
+- Agent Framework agents on a2a-sdk 1.x serving A2A 0.3 too (``.venv``, ``examples/specialist.py
+  --v03``: a2a-sdk 1.x's ``enable_v0_3_compat``): ``af-session`` keeps a session per contextId,
+  ``af-forgets`` (``A2AExecutor``) starts a new one per request;
 - CrewAI's A2A client (``execute_a2a_delegation``, a2a-sdk 0.3, ``.venv-crewai``,
-  ``examples/crewai_a2a_app.py``) sending the contextId it was answered in, to all of them.
+  ``examples/crewai_a2a_app.py``) sending the contextId it was answered in, to all of them (0.3 ->
+  0.3 and 0.3 -> 1.x).
 
 Ground truth: each callee's model records how many messages of the conversation it really saw,
 per trace. Every hop's verdict must equal it, both ways: turn 1 ``first_turn``, turn 2 ``continued``
@@ -56,11 +60,16 @@ pytestmark = [
 TURNS = 2
 RESULT, MISMATCH = "agent_identity.hop.result", "agent_identity.hop.mismatch"
 # callee -> the verdicts its turns call for (the ground truth must say the same: checked too)
-WANT = {
+WANT_0_3 = {  # the a2a-sdk 0.3 servers
     "strands-session": ["first_turn", "continued"],
     "strands-memory": ["first_turn", "state_not_resumed"],
     "crewai": ["first_turn", "state_not_resumed"],
 }
+WANT_1_X = {  # a2a-sdk 1.x servers serving 0.3 too (examples/specialist.py --v03)
+    "af-session": ["first_turn", "continued"],
+    "af-forgets": ["first_turn", "state_not_resumed"],
+}
+A2A_AGENT_CALLEES = ("strands-session", "crewai", "af-session")
 
 
 @pytest.fixture(scope="module")
@@ -92,6 +101,8 @@ def world(tmp_path_factory):
             )
             replicas += [start("strands_specialist.py", f"strands-{shape}", STRANDS_PY, *args) for _ in range(2)]
         urls["crewai"] = start("crewai_specialist.py", "crewai", CREWAI_PY)
+        urls["af-session"] = start("specialist.py", "af-session", None, "--shape", "session-local", "--v03")
+        urls["af-forgets"] = start("specialist.py", "af-forgets", None, "--shape", "a2a-executor", "--v03")
         yield collector, urls, truth
 
 
@@ -123,7 +134,9 @@ def _check(collector, truth_file: Path, records: list[dict], caller: str) -> dic
         send = by_id.get(hop.parent_id)  # the caller's send span: the wire spoke A2A 0.3
         while send is not None and "a2a.protocol.version" not in send.attributes:
             send = by_id.get(send.parent_id)
-        assert send is not None and send.service == caller and send.attributes["a2a.protocol.version"] == "0.3.0"
+        assert (
+            send is not None and send.service == caller and send.attributes["a2a.protocol.version"] in ("0.3", "0.3.0")
+        )
         got.setdefault(rec["callee"], []).append(a[RESULT])
     return got
 
@@ -134,17 +147,19 @@ def test_1x_callers_judged_right_on_0_3_strands_and_crewai(world, direct):
     contextId they were answered in; Strands' session replicas continue, its memory replicas and
     CrewAI's helper forget."""
     collector, urls, truth = world
-    records, _ = h.run_orchestrator(list(urls.items()), collector.endpoint, turns=TURNS, direct=direct, card=True)
+    callees = [(name, urls[name]) for name in WANT_0_3]
+    records, _ = h.run_orchestrator(callees, collector.endpoint, turns=TURNS, direct=direct, card=True)
     assert not [r for r in records if r["error"]], records
     for rec in records:
         rec["callee"] = rec["specialist"]
         assert (rec["requested"] is None) is (rec["turn"] == 1) and rec["answered"], rec
-    assert _check(collector, truth, records, "orchestrator") == WANT
+    assert _check(collector, truth, records, "orchestrator") == WANT_0_3
 
 
 def test_crewai_client_judged_right_on_strands_and_crewai(world):
-    """a2a-sdk 0.3 -> 0.3, across frameworks: CrewAI's A2A client sends the contextId it was
-    answered in on turn 2; the same callees, the same verdicts."""
+    """CrewAI's A2A client (a2a-sdk 0.3) sends the contextId it was answered in on turn 2: 0.3 -> 0.3
+    across frameworks (the same callees, the same verdicts), and 0.3 -> 1.x (Agent Framework agents
+    on a2a-sdk 1.x serving 0.3: one keeps a session per contextId, one forgets)."""
     collector, urls, truth = world
     cmd = [str(Path(CREWAI_PY).with_name("opentelemetry-instrument")), CREWAI_PY]
     cmd += [str(h.EXAMPLES / "crewai_a2a_app.py"), "--turns", str(TURNS)]
@@ -155,7 +170,7 @@ def test_crewai_client_judged_right_on_strands_and_crewai(world):
     assert done.returncode == 0, done.stderr[-3000:]
     records = [json.loads(line) for line in done.stdout.splitlines() if line.startswith('{"callee"')]
     assert len(records) == TURNS * len(urls), done.stdout
-    assert _check(collector, truth, records, "crewai-app") == WANT
+    assert _check(collector, truth, records, "crewai-app") == {**WANT_0_3, **WANT_1_X}
 
 
 def test_strands_a2a_agent_starts_a_new_remote_conversation_every_call(world):
@@ -166,7 +181,7 @@ def test_strands_a2a_agent_starts_a_new_remote_conversation_every_call(world):
     ``agent_identity.conversation.previous_id``, the context of the first."""
     collector, urls, truth = world
     records = []
-    for callee in ("strands-session", "crewai"):
+    for callee in A2A_AGENT_CALLEES:
         cmd = [str(Path(STRANDS_PY).with_name("opentelemetry-instrument")), STRANDS_PY]
         cmd += [str(h.EXAMPLES / "strands_app.py"), "--specialist", urls[callee], "--via", "a2a-agent"]
         cmd += ["--conversation", f"conv-{callee}", "--turns", str(TURNS)]
@@ -176,13 +191,11 @@ def test_strands_a2a_agent_starts_a_new_remote_conversation_every_call(world):
         assert done.returncode == 0, done.stderr[-3000:]
         lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith('{"session"')]
         records += [{**rec, "callee": callee, "answered": rec["context_id"]} for rec in lines]
-    assert len(records) == TURNS * 2 and not any(rec["requested"] for rec in records)
-    assert _check(collector, truth, records, "strands-app") == {
-        c: ["first_turn"] * TURNS for c in ("strands-session", "crewai")
-    }
+    assert len(records) == TURNS * len(A2A_AGENT_CALLEES) and not any(rec["requested"] for rec in records)
+    assert _check(collector, truth, records, "strands-app") == {c: ["first_turn"] * TURNS for c in A2A_AGENT_CALLEES}
     spans = h.read_spans(collector.spans_file)
     all_truth = h.read_truth(truth)
-    for callee in ("strands-session", "crewai"):
+    for callee in A2A_AGENT_CALLEES:
         mine = sorted((r for r in records if r["callee"] == callee), key=lambda r: r["turn"])
         assert all(all_truth[r["trace_id"]] == [1] for r in mine)  # the remote model started fresh each time
         sends = [
@@ -205,7 +218,7 @@ def test_hops_and_mismatches_counted(world):
     ``state_not_resumed`` once in ``agent_identity_mismatches``."""
     collector, _, _ = world
     hops = [s for s in h.hop_spans(h.read_spans(collector.spans_file))]
-    assert len(hops) == 3 * TURNS * len(WANT) + 2 * TURNS
+    assert len(hops) == TURNS * (2 * len(WANT_0_3) + len(WANT_0_3) + len(WANT_1_X) + len(A2A_AGENT_CALLEES))
     want = Counter(
         (s.attributes["agent_identity.hop.caller.service.name"], s.service, s.attributes[RESULT]) for s in hops
     )
