@@ -6,10 +6,11 @@ conversation does. Each send runs inside the application's request span (``reque
 the way a web handler's span would hold it. No other tracing code: run it under the launcher, e.g.
 
     OTEL_SERVICE_NAME=crewai-app opentelemetry-instrument python examples/crewai_a2a_app.py \
-        --callee strands=http://127.0.0.1:9131/ --turns 2
+        --callee strands=http://127.0.0.1:9131/ --turns 2 --out sends.jsonl
 
 ``--callee NAME=URL[,URL2...]`` (repeat): one conversation per callee, turns interleaved; several
-URLs are replicas of one agent, the turns alternate between them. Prints one JSON line per send:
+URLs are replicas of one agent, the turns alternate between them. Writes one JSON line per send to
+``--out PATH`` (CrewAI prints its own panels on stdout, from other threads):
 ``{"callee", "turn", "requested", "answered", "result", "trace_id"}`` (``requested``: the contextId
 sent, null on turn 1; ``answered``: the one the reply came in).
 """
@@ -33,6 +34,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--callee", action="append", required=True, metavar="NAME=URL")
     parser.add_argument("--turns", type=int, default=2)
+    parser.add_argument("--out", required=True, help="append one JSON line per send to this file")
     args = parser.parse_args()
     callees = dict(spec.split("=", 1) for spec in args.callee)
     contexts: dict[str, str | None] = {}
@@ -60,7 +62,8 @@ def main() -> None:
                 "result": reply.get("result"),
                 "trace_id": format(span.get_span_context().trace_id, "032x"),
             }
-            print(json.dumps(record), flush=True)
+            with open(args.out, "a", encoding="utf-8") as out:
+                out.write(json.dumps(record) + "\n")
 
 
 if __name__ == "__main__":
