@@ -72,15 +72,10 @@ class CrewExecutor(AgentExecutor):
         raise NotImplementedError
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--port", type=int, required=True)
-    parser.add_argument("--name", default="crewai")
-    parser.add_argument("--truth", help="append the messages seen per model call to this file")
-    args = parser.parse_args()
-    url = f"http://127.0.0.1:{args.port}/"
+def a2a_app(executor: AgentExecutor, name: str, url: str):
+    """The a2a-sdk 0.3 Starlette app serving ``executor`` at ``url`` (Agent Card: ``name``, no streaming)."""
     card = AgentCard(
-        name=args.name,
+        name=name,
         description="Answers questions (offline, CrewAI).",
         url=url,
         version="1.0.0",
@@ -89,8 +84,17 @@ def main() -> None:
         default_output_modes=["text"],
         skills=[],
     )
-    handler = DefaultRequestHandler(agent_executor=CrewExecutor(args.name, args.truth), task_store=InMemoryTaskStore())
-    app = A2AStarletteApplication(agent_card=card, http_handler=handler).build()
+    handler = DefaultRequestHandler(agent_executor=executor, task_store=InMemoryTaskStore())
+    return A2AStarletteApplication(agent_card=card, http_handler=handler).build()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--name", default="crewai")
+    parser.add_argument("--truth", help="append the messages seen per model call to this file")
+    args = parser.parse_args()
+    app = a2a_app(CrewExecutor(args.name, args.truth), args.name, f"http://127.0.0.1:{args.port}/")
     uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning")
 
 
