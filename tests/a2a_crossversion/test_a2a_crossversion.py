@@ -220,7 +220,7 @@ def test_hops_and_mismatches_counted(world):
     spans, per caller and callee: every hop once in ``agent_identity_hops{result}``, every
     ``state_not_resumed`` once in ``agent_identity_mismatches``."""
     collector, _, _ = world
-    hops = [s for s in h.hop_spans(h.read_spans(collector.spans_file))]
+    hops = h.hop_spans(h.read_spans(collector.spans_file))
     assert len(hops) == TURNS * (2 * len(WANT_0_3) + len(WANT_0_3) + len(WANT_1_X) + len(A2A_AGENT_CALLEES))
     want = Counter(
         (s.attributes["agent_identity.hop.caller.service.name"], s.service, s.attributes[RESULT]) for s in hops
