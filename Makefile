@@ -9,7 +9,7 @@ ZIPKIN_JAR := .cache/zipkin/zipkin-server-$(ZIPKIN_VERSION)-exec.jar
 
 .PHONY: demo test lint venv venv-adk venv-strands venv-crewai test-python test-adk test-strands test-crewai test-go test-rules \
 	bench system-deps collector clean zipkin test-dist screenshots test-peers test-peers-full test-peers-strands \
-	test-public-sdk test-oldest test-newest
+	test-public-sdk test-oldest test-newest test-a2a-crossversion
 
 venv: $(VENV)/.installed
 # examples/ is installed editable beside the package: its offline models, shared by the examples,
@@ -72,7 +72,7 @@ demo: venv collector zipkin
 	$(PY) examples/demo.py
 
 test: venv collector system-deps zipkin lint test-go test-rules test-python test-adk test-strands test-crewai test-dist \
-	test-peers test-peers-strands test-polyglot test-newest
+	test-peers test-peers-strands test-polyglot test-newest test-a2a-crossversion
 
 # ruff (lint and format) and mypy, as configured in pyproject.toml: a violation fails make test (and CI)
 LINTED := src tests benchmarks examples
@@ -120,6 +120,13 @@ test-strands: venv-strands
 
 test-crewai: venv-crewai
 	AGENT_IDENTITY_COLLECTOR=$(abspath $(COLLECTOR_BIN)) $(VENV_CREWAI)/bin/python -m pytest tests/crewai -p no:warnings
+
+# Real A2A hops across Strands Agents and CrewAI, a2a-sdk 1.x and 0.3 (tests/a2a_crossversion, docs/a2a.md):
+# callers and callees each in their own venv (.venv, .venv-strands, .venv-crewai), as subprocesses, judged by
+# the real collector; 1-2 min
+test-a2a-crossversion: venv venv-strands venv-crewai collector
+	AGENT_IDENTITY_COLLECTOR=$(abspath $(COLLECTOR_BIN)) AGENT_IDENTITY_STRANDS_PYTHON=$(abspath $(VENV_STRANDS)/bin/python) \
+	  AGENT_IDENTITY_CREWAI_PYTHON=$(abspath $(VENV_CREWAI)/bin/python) $(PY) -m pytest tests/a2a_crossversion -q
 
 # The frameworks' own test suites (their source distributions, tests/peers/peers.py), run without and
 # with the plugin: fails on a test that passes without it and fails with it. `test-peers` runs the

@@ -5,6 +5,8 @@ collector wrote (file exporter spans, Prometheus metrics). Used by ``demo.py`` a
 
 from __future__ import annotations
 
+import http.client
+import http.server
 import json
 import os
 import re
@@ -19,6 +21,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -161,13 +164,22 @@ def start_specialist(
 
 
 def start_server(
-    script: str, service: str, endpoint: str | None, *args: str, stdout: int = subprocess.PIPE, **extra: str | None
+    script: str,
+    service: str,
+    endpoint: str | None,
+    *args: str,
+    stdout: int = subprocess.PIPE,
+    python: str | Path | None = None,
+    **extra: str | None,
 ):
     """Start ``examples/<script> --port P --name service *args`` under the launcher; returns
     ``(process, url)`` once it listens (``stdout``: a pipe unless told, e.g. ``subprocess.DEVNULL``;
-    stderr the file ``process.log_path``). Raises RuntimeError (with its log) if it never listens."""
+    stderr the file ``process.log_path``; ``python``: another venv's interpreter, run under that
+    venv's launcher). Raises RuntimeError (with its log) if it never listens."""
     port = free_port()
-    cmd = [str(LAUNCHER), sys.executable, str(EXAMPLES / script), "--port", str(port), "--name", service, *args]
+    python = Path(python or sys.executable)
+    launcher = python.with_name("opentelemetry-instrument")
+    cmd = [str(launcher), str(python), str(EXAMPLES / script), "--port", str(port), "--name", service, *args]
     with tempfile.NamedTemporaryFile(prefix=f"{service}-", suffix=".log", delete=False) as log:
         proc = subprocess.Popen(cmd, env=otel_env(service, endpoint, **extra), stdout=stdout, stderr=log, text=True)
     proc.log_path = Path(log.name)
@@ -178,6 +190,58 @@ def start_server(
         stop(proc)
         raise RuntimeError(f"{service}: {exc}; log:\n{tail}") from exc
     return proc, f"http://127.0.0.1:{port}/"
+
+
+class _RoundRobin(http.server.BaseHTTPRequestHandler):
+    """Forwards each POST to the next replica (``server.replicas``), a GET to the first."""
+
+    protocol_version = "HTTP/1.1"
+
+    def do_GET(self) -> None:
+        self._forward(self.server.replicas[0])
+
+    def do_POST(self) -> None:
+        with self.server.lock:
+            target = self.server.replicas[self.server.sent % len(self.server.replicas)]
+            self.server.sent += 1
+        self._forward(target)
+
+    def _forward(self, target: str) -> None:
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        url = urlsplit(target)
+        conn = http.client.HTTPConnection(url.hostname, url.port, timeout=120)
+        skip = {"host", "connection", "content-length", "transfer-encoding"}
+        conn.request(self.command, self.path, body, {k: v for k, v in self.headers.items() if k.lower() not in skip})
+        with conn.getresponse() as resp:
+            data = resp.read()
+            self.send_response(resp.status)
+            for key, value in resp.getheaders():
+                if key.lower() not in skip:
+                    self.send_header(key, value)
+        conn.close()
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+@contextmanager
+def load_balancer() -> Iterator[tuple[str, list[str]]]:
+    """A round-robin HTTP load balancer on 127.0.0.1 (each POST to the next replica, in order):
+    yields ``(url, replicas)``; append the replicas' URLs to ``replicas`` once they listen (start
+    them with ``url`` as their public URL). Stopped on exit."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _RoundRobin)
+    server.replicas, server.sent, server.lock = [], 0, threading.Lock()
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}/", server.replicas
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def console_spans(text: str) -> list[dict]:

@@ -57,32 +57,45 @@ class ReplyExecutor(AgentExecutor):
 
 
 def executor_app(
-    executor: AgentExecutor, url: str, name: str, description: str = DESCRIPTION, binding: str = "JSONRPC"
+    executor: AgentExecutor,
+    url: str,
+    name: str,
+    description: str = DESCRIPTION,
+    binding: str = "JSONRPC",
+    v03: bool = False,
 ) -> Starlette:
     """The Starlette app serving ``executor`` (Agent Card routes, and JSON-RPC at ``url`` or, with
-    ``binding="HTTP+JSON"``, the REST routes)."""
+    ``binding="HTTP+JSON"``, the REST routes). ``v03``: A2A 0.3 served too (a2a-sdk 1.x's
+    ``enable_v0_3_compat``, and a 0.3 interface in the card, whose legacy fields 0.3 clients read)."""
+    interfaces = [AgentInterface(url=url, protocol_binding=binding, protocol_version="1.0")]
+    if v03:
+        interfaces.append(AgentInterface(url=url, protocol_binding=binding, protocol_version="0.3"))
     card = AgentCard(
         name=name,
         description=description,
         version="1.0.0",
-        supported_interfaces=[AgentInterface(url=url, protocol_binding=binding, protocol_version="1.0")],
+        supported_interfaces=interfaces,
         capabilities=AgentCapabilities(streaming=True),
         default_input_modes=["text/plain"],
         default_output_modes=["text/plain"],
         skills=[AgentSkill(id="weather", name="weather", description="weather", tags=["weather"])],
     )
     handler = DefaultRequestHandler(agent_executor=executor, task_store=InMemoryTaskStore(), agent_card=card)
-    routes = create_rest_routes(handler) if binding == "HTTP+JSON" else create_jsonrpc_routes(handler, rpc_url="/")
+    if binding == "HTTP+JSON":
+        routes = create_rest_routes(handler, enable_v0_3_compat=v03)
+    else:
+        routes = create_jsonrpc_routes(handler, rpc_url="/", enable_v0_3_compat=v03)
     return Starlette(routes=[*create_agent_card_routes(card), *routes])
 
 
-def serve(executor: AgentExecutor, name: str, port: int, description: str = DESCRIPTION) -> None:
-    """Serve ``executor`` on 127.0.0.1:``port`` until stopped; prints ``ready <url>`` once listening."""
+def serve(executor: AgentExecutor, name: str, port: int, description: str = DESCRIPTION, v03: bool = False) -> None:
+    """Serve ``executor`` on 127.0.0.1:``port`` until stopped (``v03``: A2A 0.3 too, see
+    :func:`executor_app`); prints ``ready <url>`` once listening."""
     url = f"http://127.0.0.1:{port}/"
     # keep-alive above httpx's 5 s idle expiry: at realistic latency a caller sends again ~6 s
     # later, and uvicorn's default (5 s) races it (the server closes as the request goes out)
     config = uvicorn.Config(
-        executor_app(executor, url, name, description),
+        executor_app(executor, url, name, description, v03=v03),
         host="127.0.0.1",
         port=port,
         log_level="warning",

@@ -177,8 +177,10 @@ def main() -> None:
     )
     parser.add_argument("--stream", action="store_true", help="a2a-executor: run the agent streaming")
     parser.add_argument("--db", help="Agno shapes: the SQLite file of the sessions (replicas share one)")
+    parser.add_argument("--v03", action="store_true", help="serve A2A 0.3 clients too (a2a-sdk 1.x's 0.3 compat)")
     args = parser.parse_args()
-    serve(build_executor(args.shape, args.name, args.truth, args.stream, args.db), args.name, args.port)
+    executor = build_executor(args.shape, args.name, args.truth, args.stream, args.db)
+    serve(executor, args.name, args.port, v03=args.v03)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,10 @@ LRU; default 1). ``--shape``:
     after eviction restores the context's messages, and continues.
   - ``memory``: no session manager: an evicted context's Agent is rebuilt empty, and forgets.
 
+Replicas behind a load balancer: ``--public-url`` (the balancer's URL, in the Agent Card) and
+``--storage DIR`` (the session files' directory, default a new temporary one), shared by the
+replicas as a load-balanced deployment shares its session store.
+
 Ground truth: per model call, how many messages the model was given, as JSON lines
 ``{"trace_id", "messages", "conversation_id"}`` appended to ``--truth PATH``.
 """
@@ -51,8 +55,8 @@ class TruthModel(OfflineModel):
             yield event
 
 
-def factory(name: str, shape: str, truth: str | None):
-    storage = tempfile.mkdtemp(prefix=f"{name}-sessions-")
+def factory(name: str, shape: str, truth: str | None, storage: str | None = None):
+    storage = storage or tempfile.mkdtemp(prefix=f"{name}-sessions-")
 
     def build(context_id: str) -> Agent:
         manager = FileSessionManager(session_id=context_id, storage_dir=storage) if shape == "session" else None
@@ -74,13 +78,16 @@ def main() -> None:
     parser.add_argument("--shape", choices=SHAPES, default="session")
     parser.add_argument("--max-contexts", type=int, default=1)
     parser.add_argument("--truth", help="append the messages seen per model call to this file")
+    parser.add_argument("--storage", help="session: the FileSessionManager directory (replicas share one)")
+    parser.add_argument("--public-url", help="the URL its Agent Card gives (a load balancer's, before replicas)")
     args = parser.parse_args()
     server = A2AServer(
-        agent_factory=factory(args.name, args.shape, args.truth),
+        agent_factory=factory(args.name, args.shape, args.truth, args.storage),
         host="127.0.0.1",
         port=args.port,
         max_contexts=args.max_contexts,
         enable_a2a_compliant_streaming=True,
+        http_url=args.public_url,
     )
     uvicorn.run(server.to_starlette_app(), host="127.0.0.1", port=args.port, log_level="warning")
 

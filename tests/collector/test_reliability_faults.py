@@ -242,3 +242,73 @@ def test_tier1_queue_survives_its_sigkill_while_downstream_is_down(tmp_path):
         assert v.get("context_changed", 0) == v.get("state_not_resumed", 0) == 0
     finally:
         dep.stop()
+
+
+def test_restart_mid_turn_counts_the_late_part_unresolved_once(tmp_path):
+    """A single-node collector stopped (SIGTERM) and started again in the middle of a turn. Before
+    the restart it got the callee's three request-handler spans (ended early, as an a2a-sdk server's
+    are); after it, the 13 spans below them and the rest of the hop. The restarted collector never
+    saw their parents: each of the 13 is marked unresolved, and the part they form is counted once
+    (issue 32), not 13 times. The hop itself is judged (a first turn: no contextId requested)."""
+    from opentelemetry import trace
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    col = cs.start_collector("single-node.yaml", tmp_path, HOP_WINDOW="3s", DRAIN_DELAY="2s")
+    tracers, providers = {}, []
+    for svc in ("orchestrator", "specialist"):
+        provider = TracerProvider(resource=Resource.create({"service.name": svc}))
+        provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=f"{col.endpoint}/v1/traces")))
+        providers.append(provider)
+        tracers[svc] = provider.get_tracer("restart-test")
+    orch, spec = tracers["orchestrator"], tracers["specialist"]
+    conv = {"gen_ai.conversation.id": "conv-restart"}
+    try:
+        root = orch.start_span(
+            "invoke_agent orchestrator", attributes={"gen_ai.operation.name": "invoke_agent", **conv}
+        )
+        send = orch.start_span(
+            "invoke_agent specialist",
+            trace.set_span_in_context(root),
+            kind=trace.SpanKind.CLIENT,
+            attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "specialist", **conv},
+        )
+        entry = spec.start_span("POST /", trace.set_span_in_context(send), kind=trace.SpanKind.SERVER, attributes=conv)
+        agent = spec.start_span(
+            "invoke_agent specialist",
+            trace.set_span_in_context(entry),
+            attributes={"gen_ai.operation.name": "invoke_agent", "agent_identity.conversation.resumed": True, **conv},
+        )
+        handlers = [spec.start_span(f"handler {i}", trace.set_span_in_context(agent)) for i in range(3)]
+        for h in handlers:
+            h.end()  # exported now: the collector before its restart gets them
+        col.stop()  # SIGTERM: the drain judges and writes what it holds
+        col = cs.restart_collector(col)
+        late = [spec.start_span(f"event {i}", trace.set_span_in_context(handlers[i % 3])) for i in range(13)]
+        for s in (*late, agent, entry, send, root):
+            s.end()
+
+        def judged():
+            spans = rs.read_spans_tolerant(col.spans_file)
+            marked = [s for s in spans if s.attributes.get("agent_identity.hop.result") == "unresolved"]
+            return len([s for s in marked if s.name.startswith("event ")]) == 13 and spans
+
+        spans = cs.wait_for(judged, 60, "the 13 late spans judged")
+        samples = rs.parse_metrics(col.metrics())
+        figures = {
+            "verdicts": dict(rs.verdicts(spans)),
+            "unresolved_counted": {
+                svc: rs.metric_sum(samples, "agent_identity_unresolved", callee_service=svc)
+                for svc in ("orchestrator", "specialist")
+            },
+        }
+        print(figures)
+        # the restarted process counts the 13 late spans' part once; the hop between is whole
+        assert figures["unresolved_counted"] == {"orchestrator": 0, "specialist": 1}, figures
+        assert next(s for s in spans if s.name == "POST /").attributes["agent_identity.hop.result"] == "first_turn"
+    finally:
+        for p in providers:
+            p.shutdown()
+        col.stop()

@@ -14,12 +14,9 @@ import pytest
 
 pytest.importorskip("a2a.server.apps")
 
+import crewai_specialist
 import uvicorn
 from a2a.server.agent_execution import AgentExecutor
-from a2a.server.apps import A2AStarletteApplication
-from a2a.server.request_handlers import DefaultRequestHandler
-from a2a.server.tasks import InMemoryTaskStore
-from a2a.types import AgentCapabilities, AgentCard
 from crew_support import CONV, DELEG, EXEC, PARENT_EXEC, RESUMED, agent_spans, forecaster, spans_of
 from crewai.a2a.utils import task as crewai_a2a_task
 from crewai.a2a.utils.delegation import execute_a2a_delegation
@@ -45,18 +42,7 @@ def server():
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     url = f"http://127.0.0.1:{port}"
-    card = AgentCard(
-        name="forecaster",
-        description="weather",
-        url=url,
-        version="1",
-        capabilities=AgentCapabilities(streaming=False),
-        default_input_modes=["text"],
-        default_output_modes=["text"],
-        skills=[],
-    )
-    handler = DefaultRequestHandler(agent_executor=CrewExecutor(), task_store=InMemoryTaskStore())
-    app = A2AStarletteApplication(agent_card=card, http_handler=handler).build()
+    app = crewai_specialist.a2a_app(CrewExecutor(), "forecaster", url)
     srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=srv.run, daemon=True)
     thread.start()

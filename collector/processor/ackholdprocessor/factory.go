@@ -24,6 +24,14 @@
 // (groupbytrace keeps one request's spans of a trace together, and so does
 // the batch processor unless `send_batch_max_size` splits batches: leave it
 // unset between the two).
+//
+// groupbytrace loses spans: the traces it evicts, and the spans that reach it
+// while it releases their trace (it appends them to the trace it is about to
+// delete; open-telemetry/opentelemetry-collector#1811, still in v0.161). Such
+// a share would hold its request for the whole `timeout`. With
+// `resend_after` and an `ack_release` with `checkpoint: true` right after
+// groupbytrace, a share that has not passed the checkpoint within
+// resend_after is passed on again (only that trace's spans of the request).
 package ackholdprocessor // import "github.com/otel-agent-identity/otel-agent-identity/collector/processor/ackholdprocessor"
 
 //go:generate go tool -modfile=../../tools/go.mod mdatagen metadata.yaml
@@ -37,6 +45,7 @@ import (
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/processor"
+	"go.uber.org/zap"
 
 	"github.com/otel-agent-identity/otel-agent-identity/collector/processor/ackholdprocessor/internal/metadata"
 	"github.com/otel-agent-identity/otel-agent-identity/collector/processor/internal/ackpair"
@@ -55,12 +64,24 @@ type Config struct {
 	// groupbytrace's wait_duration plus the batch timeout and the export
 	// time, and below the sender's timeout. Default 30s.
 	Timeout time.Duration `mapstructure:"timeout"`
+	// ResendAfter, when positive, is how long a request's share of a trace
+	// may take to pass the ack_release of the same name with `checkpoint:
+	// true` (placed right after groupbytrace): a share that has not passed it
+	// by then was lost on the way (groupbytrace evicted it, or dropped it as
+	// it reached a trace being released) and is passed on again, every
+	// ResendAfter until it passes. Set it above groupbytrace's wait_duration
+	// plus its queueing under load. Default 0: never sent again (only the
+	// sender's retry after `timeout` recovers a lost share).
+	ResendAfter time.Duration `mapstructure:"resend_after"`
 }
 
-// Validate rejects a timeout that is not positive.
+// Validate rejects a timeout that is not positive and a negative resend_after.
 func (c *Config) Validate() error {
 	if c.Timeout <= 0 {
 		return errors.New("`timeout` must be positive")
+	}
+	if c.ResendAfter < 0 {
+		return errors.New("`resend_after` must not be negative")
 	}
 	return nil
 }
@@ -73,18 +94,23 @@ func NewFactory() processor.Factory {
 		processor.WithTraces(createTraces, metadata.TracesStability))
 }
 
-func createTraces(_ context.Context, _ processor.Settings, cfg component.Config, next consumer.Traces) (processor.Traces, error) {
+func createTraces(_ context.Context, set processor.Settings, cfg component.Config, next consumer.Traces) (processor.Traces, error) {
 	c := cfg.(*Config)
-	return &hold{reg: ackpair.For(c.Name), timeout: c.Timeout, next: next}, nil
+	logger := set.Logger
+	return &hold{reg: ackpair.For(c.Name), timeout: c.Timeout, resend: c.ResendAfter, next: next,
+		resent: func(n int) {
+			logger.Warn("ack_hold: spans lost before the checkpoint, passed on again", zap.Int("traces", n))
+		}}, nil
 }
 
 // hold is the ack_hold processor.
 type hold struct {
 	component.StartFunc
 	component.ShutdownFunc
-	reg     *ackpair.Registry
-	timeout time.Duration
-	next    consumer.Traces
+	reg             *ackpair.Registry
+	timeout, resend time.Duration
+	resent          func(traces int)
+	next            consumer.Traces
 }
 
 func (*hold) Capabilities() consumer.Capabilities { return consumer.Capabilities{MutatesData: false} }
@@ -92,7 +118,7 @@ func (*hold) Capabilities() consumer.Capabilities { return consumer.Capabilities
 // ConsumeTraces passes td on and returns once every trace of it was exported
 // (the exporter's error, if any), or with ErrTimeout, or the context's error.
 func (h *hold) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
-	return h.reg.Hold(ctx, td, h.timeout, h.next)
+	return h.reg.Hold(ctx, td, h.timeout, h.resend, h.resent, h.next)
 }
 
 var _ processor.Traces = (*hold)(nil)

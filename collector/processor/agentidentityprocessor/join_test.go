@@ -109,6 +109,37 @@ func TestJoinWindowExpiry(t *testing.T) {
 	assert.Equal(t, int64(1), m["agent_identity.unresolved{callee_service=specialist}"], "once per hop, not per span")
 }
 
+// A collector restarted in the middle of a turn gets the late spans of a hop
+// whose earlier spans it never saw (they left before the restart): 13 callee
+// spans under 3 parents it never saw (an a2a-sdk server's request handler and
+// event queue spans) and 2 caller spans under its root. Each part's top span
+// is marked unresolved; the counter counts each service's missing part once,
+// not each span.
+func TestJoinRestartedMidTurnCountsUnresolvedOncePerPart(t *testing.T) {
+	h := startedHarness(t, map[string]any{"hop_window": "300ms"})
+	var late []spanIn
+	for i := range 13 {
+		parent := fmt.Sprintf("gone-handler-%d", i%3) // spans the collector saw before its restart
+		late = append(late, spanIn{Trace: "t1", ID: fmt.Sprintf("a2a-%d", i), Parent: parent, Service: "specialist"})
+	}
+	late = append(late,
+		spanIn{Trace: "t1", ID: "summarise", Parent: "gone-root", Service: "orchestrator", Attrs: map[string]any{attrOperationName: "chat"}},
+		spanIn{Trace: "t1", ID: "tool", Parent: "gone-root", Service: "orchestrator"},
+		spanIn{Trace: "t1", ID: "tool-child", Parent: "tool", Service: "orchestrator"})
+	for _, s := range late { // one span a request, as BatchSpanProcessors deliver a turn's end
+		require.NoError(t, h.proc.ConsumeTraces(context.Background(), buildTraces(t, []spanIn{s})))
+	}
+	require.Eventually(t, func() bool { return h.sink.SpanCount() == len(late) }, 5*time.Second, 10*time.Millisecond)
+	marked := 0
+	for _, td := range h.sink.AllTraces() {
+		marked += countResults(td)[resultUnresolved]
+	}
+	assert.Equal(t, 15, marked, "every part's top span is marked (not tool-child: its parent is in)")
+	m := h.metrics(t)
+	assert.Equal(t, int64(1), m["agent_identity.unresolved{callee_service=specialist}"], "once per part, not per span")
+	assert.Equal(t, int64(1), m["agent_identity.unresolved{callee_service=orchestrator}"])
+}
+
 // Above max_held_spans the oldest held trace leaves early (judged with what it
 // has) and is counted in agent_identity_evictions{store=held_traces}.
 func TestJoinEviction(t *testing.T) {

@@ -104,6 +104,9 @@ type traceAnalysis struct {
 	// followedUp: a CLIENT span of the caller service received an answer
 	// for the task id (crosstrace.go)
 	followedUp func(caller, task string) bool
+	// orphaned: the services whose parts without a parent were counted
+	// unresolved (once each per trace)
+	orphaned []string
 }
 
 // delegationKey is one callee's share of a delegation: the caller's service,
@@ -130,6 +133,15 @@ func (p *identityProcessor) processTrace(spans []spanRef, sc *scratch, t *tally)
 			// analysed as its original; marked by copyMarks
 		case par == parentMissing && tr.reached[c] && tr.lateHop(c, t):
 			// its parent left the join before: marked by lateHop
+		case par == parentMissing && tr.reached[c]:
+			// the top of a part whose parent never arrived: marked, counted
+			// once per service of the trace (one hop's missing caller side,
+			// e.g. the late spans of a turn a restarted collector never saw)
+			spans[c].span.Attributes().PutStr(attrHopResult, resultUnresolved)
+			if !slices.Contains(tr.orphaned, spans[c].service) {
+				tr.orphaned = append(tr.orphaned, spans[c].service)
+				bump(&t.unresolved, serviceLabel(spans[c].service))
+			}
 		case par == parentMissing || !tr.reached[c],
 			// Without a usable service.name on either side we cannot tell a
 			// cross-process hop from a same-process call.

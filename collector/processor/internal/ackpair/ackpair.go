@@ -34,6 +34,8 @@ type request struct {
 type entry struct {
 	marker pcommon.SpanID
 	req    *request
+	// passed: the marker went past a checkpoint (Pass)
+	passed bool
 }
 
 // Registry links an ack_hold to the ack_release of the same name.
@@ -61,8 +63,14 @@ func For(name string) *Registry {
 
 // Hold passes td on to next and returns once every trace of it was exported
 // (the exporter's error, if any), or with ErrTimeout after timeout, or the
-// context's error.
-func (r *Registry) Hold(ctx context.Context, td ptrace.Traces, timeout time.Duration, next consumer.Traces) error {
+// context's error. With resend positive, every resend the traces of td whose
+// share has not gone past a checkpoint (Pass) are passed on again (a copy of
+// their spans of td; resent, if not nil, is told how many): what a component
+// between the two lost (groupbytrace evicts, or drops the spans that reach it
+// while it releases their trace) is sent again without waiting for the
+// timeout, and without sending the request's other traces twice.
+func (r *Registry) Hold(ctx context.Context, td ptrace.Traces, timeout, resend time.Duration,
+	resent func(traces int), next consumer.Traces) error {
 	req := &request{done: make(chan struct{})}
 	entries := markers(td)
 	if len(entries) == 0 {
@@ -81,15 +89,102 @@ func (r *Registry) Hold(ctx context.Context, td ptrace.Traces, timeout time.Dura
 	}
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
-	select {
-	case <-req.done:
-		return req.err
-	case <-timer.C:
-		r.forget(entries, req)
-		return fmt.Errorf("%w (%s)", ErrTimeout, timeout)
-	case <-ctx.Done():
-		r.forget(entries, req)
-		return ctx.Err()
+	var tick <-chan time.Time
+	if resend > 0 {
+		ticker := time.NewTicker(resend)
+		defer ticker.Stop()
+		tick = ticker.C
+	}
+	for {
+		select {
+		case <-req.done:
+			return req.err
+		case <-tick:
+			if lost := r.notPassed(entries, req); len(lost) > 0 {
+				if resent != nil {
+					resent(len(lost))
+				}
+				// An error here is the same as a loss: sent again next tick.
+				_ = next.ConsumeTraces(ctx, only(td, lost))
+			}
+		case <-timer.C:
+			r.forget(entries, req)
+			return fmt.Errorf("%w (%s)", ErrTimeout, timeout)
+		case <-ctx.Done():
+			r.forget(entries, req)
+			return ctx.Err()
+		}
+	}
+}
+
+// notPassed returns the traces of req still waiting whose marker has not
+// gone past a checkpoint.
+func (r *Registry) notPassed(entries map[pcommon.TraceID]pcommon.SpanID, req *request) map[pcommon.TraceID]bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := map[pcommon.TraceID]bool{}
+	for tid := range entries {
+		for _, e := range r.waiting[tid] {
+			if e.req == req && !e.passed {
+				out[tid] = true
+			}
+		}
+	}
+	return out
+}
+
+// only returns a copy of td's spans of the traces in keep, with their
+// resource and scope.
+func only(td ptrace.Traces, keep map[pcommon.TraceID]bool) ptrace.Traces {
+	out := ptrace.NewTraces()
+	for _, rs := range td.ResourceSpans().All() {
+		var nrs ptrace.ResourceSpans
+		hasRS := false
+		for _, ss := range rs.ScopeSpans().All() {
+			var dst ptrace.SpanSlice
+			hasSS := false
+			for _, span := range ss.Spans().All() {
+				if !keep[span.TraceID()] {
+					continue
+				}
+				if !hasRS {
+					nrs, hasRS = out.ResourceSpans().AppendEmpty(), true
+					rs.Resource().CopyTo(nrs.Resource())
+					nrs.SetSchemaUrl(rs.SchemaUrl())
+				}
+				if !hasSS {
+					nss := nrs.ScopeSpans().AppendEmpty()
+					ss.Scope().CopyTo(nss.Scope())
+					nss.SetSchemaUrl(ss.SchemaUrl())
+					dst, hasSS = nss.Spans(), true
+				}
+				span.CopyTo(dst.AppendEmpty())
+			}
+		}
+	}
+	return out
+}
+
+// Pass records that the spans of td went past a checkpoint (the ack_release
+// with `checkpoint: true`, right after groupbytrace): the traces of held
+// requests they mark are not sent again.
+func (r *Registry) Pass(td ptrace.Traces) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.waiting) == 0 {
+		return
+	}
+	for _, rs := range td.ResourceSpans().All() {
+		for _, ss := range rs.ScopeSpans().All() {
+			for _, span := range ss.Spans().All() {
+				es := r.waiting[span.TraceID()]
+				for i := range es {
+					if es[i].marker == span.SpanID() {
+						es[i].passed = true
+					}
+				}
+			}
+		}
 	}
 }
 

@@ -177,6 +177,9 @@ func TestConfigValidate(t *testing.T) {
 	if (&ackholdprocessor.Config{Timeout: 0}).Validate() == nil {
 		t.Fatal("a zero timeout must be rejected")
 	}
+	if (&ackholdprocessor.Config{Timeout: time.Second, ResendAfter: -time.Second}).Validate() == nil {
+		t.Fatal("a negative resend_after must be rejected")
+	}
 	if err := newHold().CreateDefaultConfig().(*ackholdprocessor.Config).Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -184,17 +187,31 @@ func TestConfigValidate(t *testing.T) {
 
 // realPipeline is ack_hold -> groupbytrace (the contrib processor) -> ack_release -> exporter.
 func realPipeline(t *testing.T, name string, timeout time.Duration, groupbytrace map[string]any, exporter consumer.Traces) processor.Traces {
+	return resendPipeline(t, name, timeout, 0, groupbytrace, exporter)
+}
+
+// resendPipeline is realPipeline with ack_hold's resend_after, and, when it is
+// positive, an ack_release checkpoint right after groupbytrace (tier2-identity.yaml).
+func resendPipeline(t *testing.T, name string, timeout, resend time.Duration, groupbytrace map[string]any,
+	exporter consumer.Traces) processor.Traces {
 	t.Helper()
 	rf := newRelease()
 	rel, err := rf.CreateTraces(context.Background(), processortest.NewNopSettings(rf.Type()), &ackreleaseprocessor.Config{Name: name}, exporter)
 	require.NoError(t, err)
+	afterGroup := consumer.Traces(rel)
+	if resend > 0 {
+		afterGroup, err = rf.CreateTraces(context.Background(), processortest.NewNopSettings(rf.Type()),
+			&ackreleaseprocessor.Config{Name: name, Checkpoint: true}, rel)
+		require.NoError(t, err)
+	}
 	gf := groupbytraceprocessor.NewFactory()
 	gcfg := gf.CreateDefaultConfig()
 	require.NoError(t, confmap.NewFromStringMap(groupbytrace).Unmarshal(gcfg))
-	gbt, err := gf.CreateTraces(context.Background(), processortest.NewNopSettings(gf.Type()), gcfg, rel)
+	gbt, err := gf.CreateTraces(context.Background(), processortest.NewNopSettings(gf.Type()), gcfg, afterGroup)
 	require.NoError(t, err)
 	hf := newHold()
-	h, err := hf.CreateTraces(context.Background(), processortest.NewNopSettings(hf.Type()), &ackholdprocessor.Config{Name: name, Timeout: timeout}, gbt)
+	h, err := hf.CreateTraces(context.Background(), processortest.NewNopSettings(hf.Type()),
+		&ackholdprocessor.Config{Name: name, Timeout: timeout, ResendAfter: resend}, gbt)
 	require.NoError(t, err)
 	for _, c := range []component.Component{rel, gbt, h} {
 		require.NoError(t, c.Start(context.Background(), componenttest.NewNopHost()))
@@ -245,4 +262,76 @@ func TestHoldTimesOutOnAnEvictedTrace(t *testing.T) {
 	first, second := consumeAsync(h, traces(9)), consumeAsync(h, traces(10))
 	assert.ErrorIs(t, <-first, ackholdprocessor.ErrTimeout)
 	assert.ErrorIs(t, <-second, ackholdprocessor.ErrTimeout)
+}
+
+// With resend_after and the checkpoint, a trace groupbytrace evicted is passed
+// on again (that trace only) instead of holding its request for the whole
+// timeout: both requests are answered without error, every span exported.
+func TestHoldResendsWhatGroupByTraceLost(t *testing.T) {
+	sink := new(consumertest.TracesSink)
+	h := resendPipeline(t, t.Name(), 10*time.Second, 100*time.Millisecond,
+		map[string]any{"wait_duration": 20 * time.Millisecond, "num_traces": 1}, sink)
+	first, second := consumeAsync(h, traces(11, 11)), consumeAsync(h, traces(12))
+	require.NoError(t, <-first)
+	require.NoError(t, <-second)
+	got := map[pcommon.TraceID]int{}
+	for _, td := range sink.AllTraces() {
+		for _, rs := range td.ResourceSpans().All() {
+			for _, ss := range rs.ScopeSpans().All() {
+				for _, s := range ss.Spans().All() {
+					got[s.TraceID()]++
+				}
+			}
+		}
+	}
+	assert.GreaterOrEqual(t, got[pcommon.TraceID{11}], 2)
+	assert.GreaterOrEqual(t, got[pcommon.TraceID{12}], 1)
+	assert.Zero(t, ackpair.For(t.Name()).Waiting())
+}
+
+// The lost share stands alone: a request of two traces of which a component
+// drops one (the first time) gets only that trace's spans again.
+func TestHoldResendsOnlyTheLostTrace(t *testing.T) {
+	sink := new(consumertest.TracesSink)
+	rf := newRelease()
+	rel, err := rf.CreateTraces(context.Background(), processortest.NewNopSettings(rf.Type()), &ackreleaseprocessor.Config{Name: t.Name()}, sink)
+	require.NoError(t, err)
+	check, err := rf.CreateTraces(context.Background(), processortest.NewNopSettings(rf.Type()),
+		&ackreleaseprocessor.Config{Name: t.Name(), Checkpoint: true}, rel)
+	require.NoError(t, err)
+	var calls atomic.Int32
+	drop := &dropFirst{trace: pcommon.TraceID{14}, next: check, calls: &calls}
+	hf := newHold()
+	h, err := hf.CreateTraces(context.Background(), processortest.NewNopSettings(hf.Type()),
+		&ackholdprocessor.Config{Name: t.Name(), Timeout: 10 * time.Second, ResendAfter: 50 * time.Millisecond}, drop)
+	require.NoError(t, err)
+	require.NoError(t, h.ConsumeTraces(context.Background(), traces(13, 14, 14)))
+	assert.Equal(t, int32(2), calls.Load(), "the request, then its lost trace")
+	assert.Equal(t, 3, sink.SpanCount(), "trace 13 once, trace 14's two spans once")
+}
+
+// dropFirst passes every batch on, but drops trace's spans the first time.
+type dropFirst struct {
+	trace   pcommon.TraceID
+	next    consumer.Traces
+	calls   *atomic.Int32
+	dropped atomic.Bool
+}
+
+func (d *dropFirst) Capabilities() consumer.Capabilities {
+	return consumer.Capabilities{MutatesData: true}
+}
+
+func (d *dropFirst) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
+	d.calls.Add(1)
+	out := ptrace.NewTraces()
+	td.CopyTo(out)
+	if !d.dropped.Swap(true) {
+		for _, rs := range out.ResourceSpans().All() {
+			for _, ss := range rs.ScopeSpans().All() {
+				ss.Spans().RemoveIf(func(s ptrace.Span) bool { return s.TraceID() == d.trace })
+			}
+		}
+	}
+	return d.next.ConsumeTraces(ctx, out)
 }
