@@ -225,8 +225,8 @@ def _llama_index(shape: str, name: str, truth: Truth):
             return str(out)
         saved = contexts.get(context_id)
         if saved is None:  # the context's first request: a memory keyed by the contextId
-            ctx = Context(agent)
-            out = await agent.run(user_msg=text, ctx=ctx, memory=ChatMemoryBuffer.from_defaults(chat_store_key=context_id))
+            ctx, memory = Context(agent), ChatMemoryBuffer.from_defaults(chat_store_key=context_id)
+            out = await agent.run(user_msg=text, ctx=ctx, memory=memory)
         else:
             ctx = Context.from_dict(agent, json.loads(saved))
             out = await agent.run(user_msg=text, ctx=ctx)
