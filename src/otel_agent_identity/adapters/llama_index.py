@@ -160,8 +160,10 @@ def _messages_in_process(memory: Any) -> list | None:
     """The messages of a memory on an in-process ``SimpleChatStore`` (read without awaiting; its
     async read is a thread hop, ~3 bare spans), else None."""
     fields = getattr(memory, "__dict__", None)
-    store = fields.get("chat_store") if type(fields) is dict else None  # pydantic: no attribute miss
-    if type(store) is not _types["simple_store"] or store is None:
+    if not isinstance(fields, dict):
+        return None
+    store = fields.get("chat_store")  # from the fields: a miss on a pydantic model raises inside getattr
+    if store is None or type(store) is not _types["simple_store"]:
         return None
     return store.get_messages(fields.get("chat_store_key"))
 
