@@ -40,7 +40,9 @@ A2A (wrapped when the application imports CrewAI's A2A helpers, a2a-sdk 0.3): ea
 in the contextId it asks for, else the one the server answered in. A request served by
 ``crewai.a2a.utils.task.execute`` (from the application's a2a-sdk ``AgentExecutor``) is an
 ``invoke_agent {role}`` run in the request's contextId, ``resumed=false``: CrewAI builds a fresh
-``Task`` per request and keeps no memory by contextId.
+``Task`` per request and keeps no memory by contextId. An agent given ``a2a=`` has its kickoff
+rebound by CrewAI to the unwrapped ``Agent.kickoff`` (``crewai.a2a.wrapper``): no agent run of its
+own there, its A2A sends are runs.
 
 CrewAI's own telemetry (anonymous OTLP to CrewAI's servers, its AMP tracing) uses private tracer
 providers: untouched here; ``CREWAI_DISABLE_TELEMETRY=true`` and ``CREWAI_TRACING_ENABLED=false``
