@@ -25,12 +25,15 @@ Last, two conversations at realistic latency (``realistic``): 3 s per model call
 default 5 s batch delay and the shipped collector timers; a supervisor (plan, delegate, summarise)
 with a specialist that continues a context the client named and one that forgets.
 
-Six more specialists run their agent on another framework behind a plain a2a-sdk executor
+Eight more specialists run their agent on another framework behind a plain a2a-sdk executor
 (``examples/framework_specialists.py``), one that continues each contextId and one that forgets it
 per framework: LangGraph (a checkpointer with ``thread_id`` = contextId; a fresh ``thread_id`` per
-request), Agno (``session_id`` = contextId with history in the context; a new session per request)
-and the OpenAI Agents SDK (a ``SQLiteSession`` per contextId; no session); the orchestrator holds
-a three-turn conversation with each through ``A2AAgent``.
+request), Agno (``session_id`` = contextId with history in the context; a new session per request),
+the OpenAI Agents SDK (a ``SQLiteSession`` per contextId; no session) and a LlamaIndex
+``FunctionAgent`` (a ``Memory`` with ``session_id`` = contextId; a ``Context`` persisted per
+contextId with ``to_dict`` and restored with ``Context.from_dict``, which with pydantic 2.14
+silently comes back without its memory); the orchestrator holds a three-turn conversation with
+each through ``A2AAgent``.
 
 Each specialist's model reports how many messages it saw: the ground truth. The demo prints, per
 turn, that truth next to the collector's verdict, then the collector's counters.
@@ -78,6 +81,8 @@ FRAMEWORK_SPECIALISTS = (
     ("agno-new-session", "Agno agent, a new session per request"),
     ("openai-session", "OpenAI Agents SDK agent, a SQLiteSession per contextId"),
     ("openai-no-session", "OpenAI Agents SDK agent, no session"),
+    ("llama-memory", "LlamaIndex FunctionAgent, Memory(session_id = contextId)"),
+    ("llama-context", "LlamaIndex FunctionAgent, its Context persisted as JSON, restored with Context.from_dict"),
 )
 DIRECT = ("plain", "plain-new-context")  # also driven by a direct a2a-sdk client
 RETRIED = SPECIALISTS[0][0]

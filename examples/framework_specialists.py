@@ -1,4 +1,4 @@
-"""A2A specialists whose agent runs on LangGraph, Agno or the OpenAI Agents SDK, each served by a
+"""A2A specialists whose agent runs on LangGraph, Agno, the OpenAI Agents SDK or LlamaIndex, each served by a
 plain a2a-sdk ``AgentExecutor`` (``specialist.py --shape <name>``), one that continues each
 contextId and one that forgets it, per framework, plus the healthy shapes a naive "new agent
 conversation = forgot" or "no session = forgot" rule gets wrong. No tracing code: the framework
@@ -19,6 +19,14 @@ Shapes (``CONTINUES``: what really happens on turns 2+ of one contextId):
   - ``openai-previous-response``: the real ``OpenAIResponsesModel`` against a local Responses
     stand-in (``tests/agent_framework/responses_standin.py``, 127.0.0.1), continued through
     ``previous_response_id`` (the executor keeps the last response id per context). Continues.
+  - ``llama-memory``: a LlamaIndex ``FunctionAgent`` run with one ``Memory`` per contextId
+    (``Memory.from_defaults(session_id=contextId)``). Continues.
+  - ``llama-context``: a ``FunctionAgent`` whose ``Context`` is persisted per contextId as JSON
+    (``ctx.to_dict()``) and restored with ``Context.from_dict`` (LlamaIndex's documented way to
+    keep a conversation between requests), the first request giving it a ``ChatMemoryBuffer``
+    keyed by the contextId. With pydantic 2.14 LlamaIndex cannot serialise the memory, drops it
+    with a warning, and every restored context starts empty: forgets; with pydantic < 2.14 it
+    continues (``CONTINUES`` follows the installed pydantic).
 
 Ground truth: each model reports how many messages of the conversation it saw per request
 (``a2a_serve.write_truth``: 1, 3, 5 when it continues; 1, 1, 1 when it forgets). Each model call
@@ -27,10 +35,12 @@ takes ``OFFLINE_MODEL_LATENCY`` seconds (``model_latency``; default 0).
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 import uuid
 from collections.abc import Callable
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +58,9 @@ CONTINUES = {
     "openai-session": True,
     "openai-no-session": False,
     "openai-previous-response": True,
+    "llama-memory": True,
+    # LlamaIndex serialises a context's ChatMemoryBuffer with pydantic < 2.14 only
+    "llama-context": tuple(int(p) for p in version("pydantic").split(".")[:2]) < (2, 14),
 }
 
 Truth = Callable[[int, str | None], None]  # (messages seen, agent conversation id)
@@ -191,6 +204,39 @@ def _openai_chain(name: str, truth: Truth):
     return answer
 
 
+# -- LlamaIndex agent workflows --------------------------------------------------------------
+def _llama_index(shape: str, name: str, truth: Truth):
+    from llama_index.core.agent.workflow import FunctionAgent
+    from llama_index.core.memory import ChatMemoryBuffer, Memory
+    from llama_index.core.workflow import Context
+    from offline_llama_index import offline_llm, seen
+
+    agent = FunctionAgent(name=name.replace("-", "_"), description="answers briefly", llm=offline_llm())
+    memories: dict[str, Any] = {}  # llama-memory: contextId -> Memory
+    contexts: dict[str, str] = {}  # llama-context: contextId -> the context, as JSON
+
+    async def answer(text: str, context_id: str) -> str:
+        if shape == "llama-memory":
+            memory = memories.get(context_id) or memories.setdefault(
+                context_id, Memory.from_defaults(session_id=context_id)
+            )
+            out = await agent.run(user_msg=text, memory=memory)
+            truth(seen(out), context_id)
+            return str(out)
+        saved = contexts.get(context_id)
+        if saved is None:  # the context's first request: a memory keyed by the contextId
+            ctx, memory = Context(agent), ChatMemoryBuffer.from_defaults(chat_store_key=context_id)
+            out = await agent.run(user_msg=text, ctx=ctx, memory=memory)
+        else:
+            ctx = Context.from_dict(agent, json.loads(saved))
+            out = await agent.run(user_msg=text, ctx=ctx)
+        contexts[context_id] = json.dumps(ctx.to_dict())
+        truth(seen(out), context_id)
+        return str(out)
+
+    return answer
+
+
 def build_executor(shape: str, name: str, truth: Truth, db_path: str | None = None) -> AgentExecutor:
     """The executor of ``shape`` (one of ``CONTINUES``); ``truth(messages, conversation)`` is
     called once per model call with what the model saw."""
@@ -198,4 +244,6 @@ def build_executor(shape: str, name: str, truth: Truth, db_path: str | None = No
         return _Executor(_langgraph(shape, name, truth))
     if shape.startswith("agno"):
         return _Executor(_agno(shape, name, truth, db_path))
+    if shape.startswith("llama"):
+        return _Executor(_llama_index(shape, name, truth))
     return _Executor(_openai_agents(shape, name, truth))

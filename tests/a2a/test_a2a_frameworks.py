@@ -1,5 +1,5 @@
 """A delegate that forgets is caught whatever framework serves it (issue 21). A2A specialists
-whose agent runs on LangGraph, Agno and the OpenAI Agents SDK (``examples/framework_specialists.py``),
+whose agent runs on LangGraph, Agno, the OpenAI Agents SDK and LlamaIndex (``examples/framework_specialists.py``),
 each its own process under ``opentelemetry-instrument``, one that continues and one that forgets
 per framework, plus the healthy shapes a naive rule would flag (a stateless LangGraph graph fed the
 whole history by its server; OpenAI Agents continuing through ``previous_response_id`` against a
@@ -93,7 +93,7 @@ def test_the_serving_agent_span_records_where_resumed_came_from(run):
     by_trace: dict[str, list] = {}
     for s in spans:
         by_trace.setdefault(s.trace_id, []).append(s)
-    providers = {"langgraph": "langgraph", "agno": "agno", "openai": "openai"}
+    providers = {"langgraph": "langgraph", "agno": "agno", "openai": "openai", "llama": "llama_index"}
     for rec in records["a2a_agent"] + records["direct"]:
         service = rec["specialist"]
         (agent,) = [s for s in by_trace[rec["trace_id"]] if s.service == service and s.name.startswith("invoke_agent")]

@@ -17,7 +17,7 @@ import pytest
 from context_turns import turns
 from li_support import RESUMED, agent_spans, team, weather_agent
 from llama_index.core.base.llms.types import ChatMessage
-from llama_index.core.memory import Memory
+from llama_index.core.memory import ChatMemoryBuffer, Memory
 from offline_llama_index import seen
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,6 +38,25 @@ def test_a_memory_given_on_every_run_resumed_a_new_one_did_not(instrumentor, exp
         out = [await agent.run(user_msg="hello", memory=memory) for _ in range(3)]
         out.append(await agent.run(user_msg="hello", memory=Memory.from_defaults(session_id="conv-2")))
         out.append(await agent.run(user_msg="hello"))  # no memory, no context: nothing to resume
+        return [seen(o) for o in out]
+
+    saw = asyncio.run(go())
+    assert saw == [1, 3, 5, 1, 1]
+    assert _resumed(exporter) == [n > 1 for n in saw] == [False, True, True, False, False]
+
+
+def test_an_in_process_chat_memory_given_on_every_run_resumed_a_new_one_did_not(instrumentor, exporter):
+    """A ``ChatMemoryBuffer`` on a ``SimpleChatStore`` in a new context: read at the run's start,
+    without awaiting (a system message alone is no conversation)."""
+    agent = weather_agent()
+
+    async def go():
+        memory = ChatMemoryBuffer.from_defaults(chat_store_key="conv-b")
+        out = [await agent.run(user_msg="hello", memory=memory) for _ in range(3)]
+        system_only = ChatMemoryBuffer.from_defaults(chat_store_key="conv-s")
+        system_only.put(ChatMessage(role="system", content="be brief"))
+        out.append(await agent.run(user_msg="hello", memory=system_only))
+        out.append(await agent.run(user_msg="hello", memory=ChatMemoryBuffer.from_defaults(chat_store_key="conv-c")))
         return [seen(o) for o in out]
 
     saw = asyncio.run(go())

@@ -1,25 +1,29 @@
 """CrewAI (``crewai`` 1.15+).
 
 Wraps ``Crew.kickoff`` and ``Crew.akickoff`` (``kickoff_async`` and ``kickoff_for_each`` reach
-``kickoff``), ``Flow.kickoff_async`` (``Flow.kickoff``, ``akickoff``, ``handle_turn``,
+``kickoff``), ``Agent.kickoff`` and ``Agent.kickoff_async`` (a standalone agent, no crew;
+``akickoff`` reaches ``kickoff_async``), ``Flow.kickoff_async`` (``Flow.kickoff``, ``akickoff``, ``handle_turn``,
 ``stream_turn`` and ``chat`` reach it) and the coworker tools' ``BaseAgentTool._execute``
 (``Delegate work to coworker``, ``Ask question to coworker``: the delegation tools of agents with
 ``allow_delegation`` and of a hierarchical crew's manager). CrewAI emits no spans on the
 application's tracer provider, so each run gets one INTERNAL span: ``invoke_agent {crew name}``
 for a crew (``gen_ai.agent.id`` = ``Crew.id``), ``invoke_agent {flow name}`` for a conversational
 Flow turn, ``invoke_workflow {flow name}`` for another Flow run, ``invoke_agent {coworker role}``
-for a delegation. A streamed kickoff (``stream=True``) runs the crew or flow again, unstreamed, in
+for a delegation, ``invoke_agent {agent role}`` for a standalone agent kickoff
+(``gen_ai.agent.id`` = ``Agent.id``). A streamed kickoff (``stream=True``) runs the crew or flow again, unstreamed, in
 a worker thread that copies the consumer's context: that inner call is the run (the outer one
 only returns the stream), so a stream gets one span, not two.
 
 Conversation id (``gen_ai.conversation.id``, source ``framework``): a conversational Flow turn's
 session id, ``handle_turn(session_id=...)`` else the flow's ``state.id`` (CrewAI passes it to the
 turn's kickoff as ``inputs["id"]``, read there). A ``Crew`` has none (``Crew.id`` is per
-instance, not a conversation): a crew run, a delegation or a plain flow run gets the enclosing
-CrewAI run's id (a crew kicked off in a conversational turn, a coworker in that crew), else none.
+instance, not a conversation), nor a standalone agent (``Agent.kickoff(messages)``: a message list
+is the application's, with no id): a crew run, an agent kickoff, a delegation or a plain flow run
+gets the enclosing CrewAI run's id (a crew or an agent kicked off in a conversational turn, a
+coworker in that crew), else none.
 
-Execution id (``agent_identity.execution.id``): CrewAI has no public run id, so each kickoff,
-turn and delegation gets its own. A crew, flow or coworker run inside another run records
+Execution id (``agent_identity.execution.id``): CrewAI has no public run id, so each kickoff
+(crew or agent), turn and delegation gets its own. A crew, flow or coworker run inside another run records
 ``agent_identity.parent.execution.id``; a delegation has ``agent_identity.delegation.id`` (new
 per coworker call, or ``otel_agent_identity.delegation(key=...)``'s).
 
@@ -36,7 +40,9 @@ A2A (wrapped when the application imports CrewAI's A2A helpers, a2a-sdk 0.3): ea
 in the contextId it asks for, else the one the server answered in. A request served by
 ``crewai.a2a.utils.task.execute`` (from the application's a2a-sdk ``AgentExecutor``) is an
 ``invoke_agent {role}`` run in the request's contextId, ``resumed=false``: CrewAI builds a fresh
-``Task`` per request and keeps no memory by contextId.
+``Task`` per request and keeps no memory by contextId. An agent given ``a2a=`` has its kickoff
+rebound by CrewAI to the unwrapped ``Agent.kickoff`` (``crewai.a2a.wrapper``): no agent run of its
+own there, its A2A sends are runs.
 
 CrewAI's own telemetry (anonymous OTLP to CrewAI's servers, its AMP tracing) uses private tracer
 providers: untouched here; ``CREWAI_DISABLE_TELEMETRY=true`` and ``CREWAI_TRACING_ENABLED=false``
@@ -137,6 +143,19 @@ def _crew_facts(crew: Any, args: tuple, kwargs: dict) -> dict | None:
     return {"agent": crew, "session": None, "rule": session_rule, "span": span, "recheck": False}
 
 
+def _agent_facts(agent: Any, args: tuple, kwargs: dict) -> dict | None:
+    """``Agent.kickoff`` / ``Agent.kickoff_async(messages, response_format=None, input_files=None,
+    from_checkpoint=None)``: a standalone agent run, one execution, no conversation of its own.
+    ``kickoff`` inside an event loop returns ``kickoff_async``'s coroutine: that inner call, in the
+    agent's own run, is part of it (as a restore is of the restored copy's kickoff)."""
+    scope = current_scope()
+    checkpoint = kwargs.get("from_checkpoint", args[3] if len(args) > 3 else None)
+    if getattr(checkpoint, "restore_from", None) is not None or (scope is not None and scope.owner is agent):
+        return None
+    span = _spec("agent", agent, agent.role, str(agent.id))
+    return {"agent": agent, "session": None, "rule": session_rule, "span": span, "recheck": False}
+
+
 def _flow_facts(flow: Any, args: tuple, kwargs: dict) -> dict | None:
     """``Flow.kickoff_async(inputs=None, input_files=None, from_checkpoint=None,
     restore_from_state_id=None)``: one run per turn or flow run; a re-entrant kickoff of the same
@@ -198,11 +217,13 @@ def _delegation_facts(tool: Any, args: tuple, kwargs: dict) -> dict | None:
 
 
 def instrument(handler: RunHandler) -> None:
-    """Wrap ``Crew.kickoff``/``akickoff``, ``Flow.kickoff_async``, ``Flow._apply_pending_kickoff_context``
-    and ``BaseAgentTool._execute``. Raises ImportError/AttributeError for a CrewAI without them
-    (the instrumentor then skips the adapter with a warning)."""
+    """Wrap ``Crew.kickoff``/``akickoff``, ``Agent.kickoff``/``kickoff_async``, ``Flow.kickoff_async``,
+    ``Flow._apply_pending_kickoff_context`` and ``BaseAgentTool._execute``. Raises
+    ImportError/AttributeError for a CrewAI without them (the instrumentor then skips the adapter
+    with a warning)."""
     global _OWNERS
     crew = importlib.import_module("crewai.crew").Crew
+    agent = importlib.import_module("crewai.agent.core").Agent
     flow = importlib.import_module("crewai.flow.flow").Flow
     tool = importlib.import_module("crewai.tools.agent_tools.base_agent_tools").BaseAgentTool
     for owner, name in ((flow, "_apply_pending_kickoff_context"), (flow, "conversation_messages"), (tool, "agents")):
@@ -211,6 +232,8 @@ def instrument(handler: RunHandler) -> None:
     _OWNERS = (crew, flow, importlib.import_module("crewai.agents.agent_builder.base_agent").BaseAgent)
     for method in ("kickoff", "akickoff"):
         _wrapped.wrap(crew, method, _wrapper(handler, _crew_facts))
+    for method in ("kickoff", "kickoff_async"):
+        _wrapped.wrap(agent, method, _wrapper(handler, _agent_facts))
     _wrapped.wrap(flow, "kickoff_async", _wrapper(handler, _flow_facts))
     _wrapped.wrap(flow, "_apply_pending_kickoff_context", _turn_wrapper)
     _wrapped.wrap(tool, "_execute", _wrapper(handler, _delegation_facts))

@@ -38,8 +38,11 @@ whose memory survived, ``memory=`` with history) or ``chat_history=`` brings ear
 whose memory LlamaIndex failed to serialise (with pydantic 2.14, ``SimpleChatStore`` cannot be
 serialised; LlamaIndex drops the memory with an ``UnserializableKeyWarning`` and the run starts
 from nothing). A run that continues a running context (``ctx.is_running``): ``true``. The memory's
-messages are read once more for this: an in-process ``SimpleChatStore`` directly, another memory
-with ``aget_all()`` (a SQL-backed ``Memory``: one query per run). A plain ``Workflow`` records none.
+messages are read once more for this: a run in a new context (no ``ctx=``) with no memory, or a
+memory on an in-process ``SimpleChatStore``, at its start (the framework sets that memory up as
+given: no await, no read of the context's state store); any other run (a ``ctx`` given, a
+SQL-backed ``Memory``: ``aget_all()``, one query per run) after the framework set up the run's
+context. A plain ``Workflow`` records none.
 
 A finished run's scope lets go of its workflow: contexts a run leaves behind (a step's timer
 handle) keep the scope, and LlamaIndex's own tests require that nothing in them pins the workflow.
@@ -66,7 +69,7 @@ _DEFAULT_KEY = "chat_history"  # ChatMemoryBuffer's constant default key: not a 
 _logger = logging.getLogger(__name__)
 _SPECS = BoundedCache()
 _KINDS = BoundedCache()  # workflow class -> (agent / team / workflow, has its own id step)
-_types: dict[str, Any] = {"agent": (), "team": (), "stop": None, "simple_store": None}
+_types: dict[str, Any] = {"agent": (), "team": (), "stop": None, "simple_store": None, "start": None}
 _not_failures: tuple = ()
 
 
@@ -153,23 +156,64 @@ def _span_spec(workflow: Any, kind: str) -> SpanSpec:
     return spec
 
 
-def _given_memory(start_event: Any, kwargs: dict) -> Any:
-    if start_event is None:
-        return kwargs.get("memory")
+def _messages_in_process(memory: Any) -> list | None:
+    """The messages of a memory on an in-process ``SimpleChatStore`` (read without awaiting; its
+    async read is a thread hop, ~3 bare spans), else None."""
+    fields = getattr(memory, "__dict__", None)
+    if not isinstance(fields, dict):
+        return None
+    store = fields.get("chat_store")  # from the fields: a miss on a pydantic model raises inside getattr
+    if store is None or type(store) is not _types["simple_store"]:
+        return None
+    return store.get_messages(fields.get("chat_store_key"))
+
+
+def _known_history(start_event: Any, fields: dict, memory: Any) -> bool | None:
+    """``resumed`` of an agent run in a new context, when known without awaiting (the framework
+    sets the given memory up as is, or a new empty ``ChatMemoryBuffer``): ``chat_history`` beyond
+    the new message, else whether the memory's in-process store holds conversation messages; None
+    when it takes an async read (``_init_context_wrapper`` then reads it)."""
     try:
-        return start_event.get("memory", None)
+        if type(start_event) is not _types["start"]:
+            return None
+        history = fields.get("chat_history")
+        if history:
+            return len(history) > (0 if fields.get("user_msg") else 1)
+        if memory is None:
+            return False
+        messages = _messages_in_process(memory)
+        return None if messages is None else any(getattr(m, "role", None) != "system" for m in messages)
     except Exception:
         return None
 
 
+def _event_fields(start_event: Any, kwargs: dict) -> dict:
+    """The start event's fields (``memory``, ``chat_history``, ``user_msg``...), else the run's
+    keyword arguments. Read from pydantic's ``__pydantic_private__`` once: each ``event.get()``
+    finds the event's private ``_data`` through two ``__getattr__`` (3 Python calls)."""
+    if start_event is None:
+        return kwargs
+    try:
+        private = getattr(start_event, "__pydantic_private__", None)
+        data = private.get("_data") if type(private) is dict else None
+        return data if type(data) is dict else {"memory": start_event.get("memory", None)}
+    except Exception:
+        return {}
+
+
 def _start(handler: RunHandler, workflow: Any, args: tuple, kwargs: dict):
-    """The run of ``Workflow.run(self, ctx=None, start_event=None, **kwargs)``, or None."""
+    """The run of ``Workflow.run(self, ctx=None, start_event=None, **kwargs)``, or None, and the
+    workflow's kind (:func:`_kind`)."""
     ctx = args[0] if args else kwargs.get("ctx")
     start_event = args[1] if len(args) > 1 else kwargs.get("start_event")
     run_id = kwargs.get("run_id")
     kind, own = _kind(workflow)
-    resumed = True if ctx is not None and ctx.is_running else None
-    memory = _given_memory(start_event, kwargs)
+    fields = _event_fields(start_event, kwargs)
+    memory = fields.get("memory")
+    if ctx is not None:
+        resumed = True if ctx.is_running else None
+    else:  # a new context: the run's memory is the one given (or a new, empty one)
+        resumed = _known_history(start_event, fields, memory) if kind != "workflow" else None
     registry = handler.registry
     rule: Any = memory_rule
     if own or (registry.has_overrides and registry.override_for(type(workflow)) is not None):
@@ -191,7 +235,7 @@ def _start(handler: RunHandler, workflow: Any, args: tuple, kwargs: dict):
     )
     if run is not None and resumed is None and kind != "workflow":
         run.resumed_later()  # the framework's set-up of the run's context tells (_init_context_wrapper)
-    return run
+    return run, kind
 
 
 def _run_wrapper(handler: RunHandler):
@@ -199,12 +243,12 @@ def _run_wrapper(handler: RunHandler):
 
     def wrapper(wrapped, instance, args, kwargs):
         try:
-            run = _start(handler, instance, args, kwargs)
+            run, kind = _start(handler, instance, args, kwargs)
             if run is not None and kwargs.get("run_id") is None:
                 kwargs = {**kwargs, "run_id": run.scope.execution_id}
         except Exception:
             _logger.debug("otel-agent-identity: llama_index run not tracked", exc_info=True)
-            run = None
+            run, kind = None, ""
         if run is None:
             return wrapped(*args, **kwargs)
         token = run.enter()  # the run's tasks are created here: they copy the run's context
@@ -217,7 +261,7 @@ def _run_wrapper(handler: RunHandler):
         finally:
             run.exit(token)
         try:
-            workflow_handler._result_task.add_done_callback(_finish_when_done(run, _kind(instance)[0] == "team"))
+            workflow_handler._result_task.add_done_callback(_finish_when_done(run, kind == "team"))
         except Exception:
             _logger.debug("otel-agent-identity: llama_index run ended at once", exc_info=True)
             run.finish()
@@ -300,10 +344,8 @@ async def _had_history(memory: Any, event: Any) -> bool | None:
         return len(history) > (0 if event.get("user_msg", None) else 1)
     if memory is None:
         return None
-    store: Any = getattr(memory, "chat_store", None)
-    if type(store) is _types["simple_store"]:  # in-process: its async read is a thread hop (~3 spans)
-        messages = store.get_messages(memory.chat_store_key)
-    else:
+    messages = _messages_in_process(memory)
+    if messages is None:
         messages = await memory.aget_all()
     return any(getattr(m, "role", None) != "system" for m in messages)
 
@@ -351,10 +393,11 @@ def instrument_agents(handler: RunHandler) -> None:
         _logger.warning("otel-agent-identity: llama_index agents: %s; resumed and handoffs not recorded", conflict)
         return
     from llama_index.core.agent.workflow import base_agent, multi_agent_workflow
+    from llama_index.core.agent.workflow.workflow_events import AgentWorkflowStartEvent
     from llama_index.core.storage.chat_store import SimpleChatStore
 
     agent, team = base_agent.BaseWorkflowAgent, multi_agent_workflow.AgentWorkflow
-    _types["agent"], _types["team"], _types["simple_store"] = (agent,), (team,), SimpleChatStore
+    _types.update(agent=(agent,), team=(team,), simple_store=SimpleChatStore, start=AgentWorkflowStartEvent)
     _SPECS.clear()
     _KINDS.clear()
     for cls in (agent, team):
@@ -365,7 +408,7 @@ def instrument_agents(handler: RunHandler) -> None:
 
 
 def _reset() -> None:
-    _types.update(agent=(), team=(), stop=None, simple_store=None)
+    _types.update(agent=(), team=(), stop=None, simple_store=None, start=None)
     _SPECS.clear()
     _KINDS.clear()
 
