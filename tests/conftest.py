@@ -47,7 +47,8 @@ def instrumentor(tracer_provider, exporter):
 @pytest.fixture
 def limited(tracer_provider, exporter, monkeypatch):
     """``limited(**SpanLimits kwargs)``: instrument under those limits (the frameworks' tracers and
-    ours read the provider's; the provider caches its tracers, so theirs are set too)."""
+    ours read the provider's; the provider caches its tracers, so theirs are set too; SDK 1.40
+    caches none: each ``get_tracer`` reads the provider's limits)."""
     from opentelemetry.sdk.trace import SpanLimits
 
     from otel_agent_identity import AgentIdentityInstrumentor
@@ -57,7 +58,7 @@ def limited(tracer_provider, exporter, monkeypatch):
     def install(**limits):
         span_limits = SpanLimits(**limits)
         monkeypatch.setattr(tracer_provider, "_span_limits", span_limits)
-        for tracer in list(tracer_provider._tracers.values()):
+        for tracer in list(getattr(tracer_provider, "_tracers", {}).values()):
             monkeypatch.setattr(tracer, "_span_limits", span_limits)
         inst = AgentIdentityInstrumentor()
         inst.instrument(tracer_provider=tracer_provider)
@@ -67,7 +68,7 @@ def limited(tracer_provider, exporter, monkeypatch):
     yield install
     for inst in instrumentors:
         inst.uninstrument()
-    for tracer in list(tracer_provider._tracers.values()):  # the ones made during the test too
+    for tracer in list(getattr(tracer_provider, "_tracers", {}).values()):  # the ones made during the test too
         tracer._span_limits = original
 
 

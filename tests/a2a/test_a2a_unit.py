@@ -316,3 +316,26 @@ async def test_a_peers_bad_ids_never_reach_a_span(instrumentor, exporter, bad, c
     (client_span,) = [s for s in spans if s.name == "invoke_agent stub"]
     assert client_span.attributes["a2a.message.id"] == "m-ok"
     assert "an A2A context_id was" in caplog.text
+
+
+def test_the_a2a_sdk_release_is_read_once_per_process(monkeypatch):
+    """``v03.installed()`` (asked on every instrument and uninstrument) reads the distribution's
+    metadata once; the answer is this venv's release (a2a-sdk 1.x here: not 0.3)."""
+    from importlib import metadata
+
+    from otel_agent_identity.adapters.a2a import v03
+
+    reads = []
+    real = metadata.version
+
+    def version(name):
+        reads.append(name)
+        return real(name)
+
+    v03.installed.cache_clear()
+    monkeypatch.setattr(metadata, "version", version)
+    try:
+        assert [v03.installed() for _ in range(3)] == [False] * 3
+        assert reads == ["a2a-sdk"]
+    finally:
+        v03.installed.cache_clear()

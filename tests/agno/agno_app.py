@@ -17,6 +17,7 @@ import os
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # net_guard
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from net_guard import NetGuard

@@ -9,18 +9,9 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "agno"))  # net_guard
 
 import pytest
-from net_guard import NetGuard
 
 pytest.importorskip("llama_index.core")
 
-
-@pytest.fixture(autouse=True)
-def no_network(monkeypatch):
-    """Every LlamaIndex test: a name lookup or connect to anything but loopback is refused and recorded."""
-    guard = NetGuard()
-    guard.install(monkeypatch)
-    yield guard
-    assert guard.attempts == [], f"network calls left the process: {guard.attempts}"
+from net_guard import no_network  # noqa: F401  (autouse: the network guard on every test here)

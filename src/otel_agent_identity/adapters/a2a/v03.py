@@ -14,7 +14,7 @@ Task states are reported by their 1.x names (``completed`` -> ``TASK_STATE_COMPL
 from __future__ import annotations
 
 import logging
-from functools import lru_cache
+from functools import cache
 from importlib import metadata
 from typing import Any
 
@@ -31,7 +31,7 @@ _logger = logging.getLogger(__name__)
 _PROPAGATOR = TraceContextTextMapPropagator()  # traceparent/tracestate only; baggage never rides along
 
 
-@lru_cache(maxsize=1)
+@cache
 def installed() -> bool:
     """Whether the installed a2a-sdk is a 0.x release (read once from its distribution metadata)."""
     try:

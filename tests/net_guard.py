@@ -1,9 +1,16 @@
-"""Refuse and record every name lookup and socket connect to a non-loopback address, in-process."""
+"""Refuse and record every name lookup and socket connect to a non-loopback address, in-process.
+
+A folder's tests get the guard by importing the fixture into their ``conftest.py``
+(``from net_guard import no_network  # noqa: F401``): autouse, it fails a test that let a call out;
+an app run as a script installs a :class:`NetGuard` for good (``tests/agno/agno_app.py``).
+"""
 
 from __future__ import annotations
 
 import ipaddress
 import socket
+
+import pytest
 
 _LOCAL_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost"}
 
@@ -59,3 +66,14 @@ class NetGuard:
         patch(socket, "getaddrinfo", getaddrinfo)
         patch(socket.socket, "connect", connect)
         patch(socket.socket, "connect_ex", connect_ex)
+
+
+@pytest.fixture(autouse=True)
+def no_network(monkeypatch):
+    """Every test of the folder: a name lookup or connect to anything but loopback is refused and
+    recorded; the test fails on any, unless it set ``expect_attempts`` (it shows the guard works)."""
+    guard = NetGuard()
+    guard.install(monkeypatch)
+    yield guard
+    if not guard.expect_attempts:
+        assert guard.attempts == [], f"network calls left the process: {guard.attempts}"
