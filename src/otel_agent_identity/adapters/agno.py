@@ -55,7 +55,7 @@ from otel_agent_identity.adapters._base import BoundedCache, Wrapped, agent_span
 from otel_agent_identity.scope import current_scope
 
 NAME = "agno"
-REQUIREMENTS = ("agno >= 3.1, < 4",)
+REQUIREMENTS = ("agno >= 3.1.3, < 4",)
 PROVIDER = "agno"
 
 _RUN_METHODS = ("run", "arun", "continue_run", "acontinue_run")

@@ -64,7 +64,7 @@ from otel_agent_identity.adapters._base import BoundedCache, Wrapped, agent_span
 from otel_agent_identity.scope import current_scope
 
 NAME = "langgraph"
-REQUIREMENTS = ("langgraph >= 1.0, < 2",)
+REQUIREMENTS = ("langgraph >= 1.2.6, < 2",)
 PROVIDER = "langgraph"
 
 _logger = logging.getLogger(__name__)
