@@ -106,7 +106,9 @@ def _detect() -> Any:
             shutdown_on_exit=False,
             span_limits=SpanLimits(max_span_attributes=3, max_span_attribute_length=8),
         )
-        span = provider.get_tracer(__name__).start_span("agent_identity.probe", context=Context(), attributes={"a": 1})
+        span: Any = provider.get_tracer(__name__).start_span(
+            "agent_identity.probe", context=Context(), attributes={"a": 1}
+        )
         if not span.is_recording():  # OTEL_SDK_DISABLED: nothing to write, nothing to warn about
             return False
         store = getattr(span, "_attributes", None)
