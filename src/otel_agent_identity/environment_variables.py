@@ -1,7 +1,8 @@
 """Environment variables read by :class:`otel_agent_identity.AgentIdentityInstrumentor`.
 
 Each is read once, at ``instrument()``; an argument of the same name (lower case, without the
-prefix) given to ``instrument()`` wins. A malformed value logs one warning and the default is used.
+prefix) given to ``instrument()`` wins (``..._SDK_PRIVATE_API``: environment only, read at the first
+stamp). A malformed value logs one warning and the default is used.
 """
 
 OTEL_INSTRUMENTATION_AGENT_IDENTITY_FRAMEWORKS = "OTEL_INSTRUMENTATION_AGENT_IDENTITY_FRAMEWORKS"
