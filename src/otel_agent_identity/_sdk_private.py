@@ -56,7 +56,7 @@ def write(span: Any, values: Mapping[str, Any], starting: bool = False, store_cl
         if store_class is False:
             return False
     try:
-        store = getattr(span, "_attributes", None)  # a span not the SDK's (sampled out: non-recording)
+        store: Any = getattr(span, "_attributes", None)  # a span not the SDK's (sampled out: non-recording)
         if type(store) is not store_class or span._end_time is not None or store._immutable:
             return False
         attributes, maxlen, limit = store._dict, store.maxlen, store.max_value_len
