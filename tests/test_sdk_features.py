@@ -1,12 +1,16 @@
-"""The OpenTelemetry API the package relies on: public API only (no upper bound on
-opentelemetry-api/-sdk/-instrumentation/-semantic-conventions, no private name of theirs read), and
+"""The OpenTelemetry API the package relies on: the public API (no upper bound on
+opentelemetry-api/-sdk/-instrumentation/-semantic-conventions; no private name of theirs read but in
+``_sdk_private.py``, whose writes equal the public API's and which the environment turns off), and
 issue 22's guarantee on it, on a provider of its own: the application's own ids exactly as the SDK
 alone leaves them, under any count or length limit."""
 
 from __future__ import annotations
 
 import gc
+import os
 import re
+import subprocess
+import sys
 import weakref
 from pathlib import Path
 
@@ -18,7 +22,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from packaging.requirements import Requirement
 
 from app_shapes import LIMITS, SHAPES, check
-from otel_agent_identity import _context
+from otel_agent_identity import _context, _sdk_private
 from otel_agent_identity.scope import IdentityScope
 from otel_agent_identity.span_processor import IdentitySpanProcessor, before_end, replace_ending
 from scope_helpers import attach, detach
@@ -53,15 +57,72 @@ def test_no_upper_bound_blocks_an_opentelemetry_upgrade():
         assert not [s for s in reqs[name].specifier if s.operator in ("<", "<=", "==", "~=")], reqs[name]
 
 
-def test_no_private_opentelemetry_name_is_read():
-    """No ``obj._name`` of an OpenTelemetry object, no ``from opentelemetry... import _name``."""
+def test_no_private_opentelemetry_name_is_read_but_in_one_short_module():
+    """No ``obj._name`` of an OpenTelemetry object, no ``from opentelemetry... import _name``, but in
+    ``_sdk_private.py`` (under 300 lines)."""
     private = re.compile(r"\b(?:otel_context|context|opentelemetry[\w.]*|span|provider|tracer|store)\._[a-z]\w*")
     found = []
+    one = ROOT / "src" / "otel_agent_identity" / "_sdk_private.py"
+    assert private.search(one.read_text()) and len(one.read_text().splitlines()) < 300
     for path in (ROOT / "src" / "otel_agent_identity").rglob("*.py"):
+        if path == one:
+            continue
         text = path.read_text()
         found += [f"{path.name}: {m.group(0)}" for m in private.finditer(text)]
         found += [f"{path.name}: {m.group(0)}" for m in re.finditer(r"from opentelemetry[\w.]* import _\w+", text)]
     assert not found
+
+
+def _enabled_in_a_process(value):
+    env = {k: v for k, v in os.environ.items() if k != "OTEL_INSTRUMENTATION_AGENT_IDENTITY_SDK_PRIVATE_API"}
+    if value is not None:
+        env["OTEL_INSTRUMENTATION_AGENT_IDENTITY_SDK_PRIVATE_API"] = value
+    code = "from otel_agent_identity import _sdk_private; print(_sdk_private.enabled())"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120, check=True)
+    return out.stdout.strip()
+
+
+def test_the_private_write_is_detected_and_the_environment_turns_it_off():
+    assert _enabled_in_a_process(None) == "True"  # this SDK has it
+    assert _enabled_in_a_process("false") == "False"
+    off = os.environ.get("OTEL_INSTRUMENTATION_AGENT_IDENTITY_SDK_PRIVATE_API", "").lower() == "false"
+    assert _sdk_private.enabled() is not off  # make test-public-sdk: off in this process too
+
+
+WRITES = {
+    "plain": ({}, {}, {CONV: "c1", EXEC: "e1"}),
+    "after theirs": ({}, {"a": 1, "b": "x"}, {CONV: "c1", EXEC: "e1"}),
+    "a key again": ({}, {CONV: "theirs", "a": 1}, {CONV: "c1", "r": True}),
+    "count limit fits": ({"max_span_attributes": 4}, {"a": 1}, {CONV: "c1", EXEC: "e1"}),
+    "count limit evicts": ({"max_span_attributes": 3}, {"a": 1, "b": 2}, {CONV: "c1", EXEC: "e1"}),
+    "value length limit": ({"max_span_attribute_length": 4}, {"a": "long value"}, {CONV: "c1", EXEC: "e12345"}),
+    "a value to clean": ({}, {}, {CONV: "c1", "n": ["x", 1]}),
+    "ended": ({}, {"a": 1}, {CONV: "c1"}),
+}
+
+
+@pytest.mark.parametrize("case", list(WRITES))
+@pytest.mark.parametrize("starting", [False, True])
+def test_a_private_write_is_the_public_one_or_none(case, starting):
+    """``_sdk_private.write`` leaves a span as ``set_attributes`` does (attributes in order, dropped
+    count), or writes nothing and says so (the caller then uses ``set_attributes``)."""
+    if not _sdk_private.enabled():
+        pytest.skip("the private write is off (make test-public-sdk)")
+    limits, created, values = WRITES[case]
+    tracer = TracerProvider(span_limits=SpanLimits(**limits)).get_tracer("features")
+    public, private = (tracer.start_span("s", attributes=created) for _ in range(2))
+    if case == "ended":
+        public.end()
+        private.end()
+    public.set_attributes(values)
+    before = list(private.attributes.items())
+    written = _sdk_private.write(private, values, starting)
+    if not written:
+        assert list(private.attributes.items()) == before
+        private.set_attributes(values)
+    assert written is (case in ("plain", "after theirs", "a key again", "count limit fits"))
+    assert list(private.attributes.items()) == list(public.attributes.items())
+    assert private.dropped_attributes == public.dropped_attributes
 
 
 def test_the_context_is_read_on_the_contextvar_attach_returns_and_suppression_is_seen():

@@ -262,14 +262,18 @@ class Run(Shapes, AgentSpan):
             if claim:
                 scope.claim_agent_span = self._claim
             return
-        # the span gets this run's ids below, not the enclosing run's; its parent is the current span
+        # the span gets this run's ids, not the enclosing run's; its parent is the current span. Ours go
+        # in with the spec's at its creation, after them (one validation pass instead of two: ~0.15 span)
+        first, spec_attrs = self._first_attributes(), span_spec.attributes
+        apart = spec_attrs.keys().isdisjoint(first)
         self.span = span = handler.tracer.start_span(
             span_spec.name,
             context=None if outer is None else with_value(base, SCOPE_KEY, None),
             kind=span_spec.kind,
-            attributes=span_spec.attributes,
+            attributes={**spec_attrs, **first} if apart else spec_attrs,
         )
-        set_trusted(span, self._first_attributes())
+        if not apart:  # a key of ours the spec has too: ours set after, the newest (as the SDK orders it)
+            set_trusted(span, first)
         try:
             self._noted = note_writes(span)  # the application's writes of our ids on it: theirs win
         except Exception:  # a span without a __dict__ (not the SDK's)

@@ -1,7 +1,8 @@
 """Environment variables read by :class:`otel_agent_identity.AgentIdentityInstrumentor`.
 
 Each is read once, at ``instrument()``; an argument of the same name (lower case, without the
-prefix) given to ``instrument()`` wins. A malformed value logs one warning and the default is used.
+prefix) given to ``instrument()`` wins (``..._SDK_PRIVATE_API``: environment only, read at the first
+stamp). A malformed value logs one warning and the default is used.
 """
 
 OTEL_INSTRUMENTATION_AGENT_IDENTITY_FRAMEWORKS = "OTEL_INSTRUMENTATION_AGENT_IDENTITY_FRAMEWORKS"
@@ -36,3 +37,9 @@ OTEL_INSTRUMENTATION_AGENT_IDENTITY_OPENAI_AGENTS_GROUP_ID_AS_CONVERSATION = (
 ``conversation_id`` reports its ``RunConfig.group_id`` (the SDK's "e.g. a chat thread ID", which
 otherwise only reaches the SDK's own traces) as ``gen_ai.conversation.id``. Opt in only when your
 application sets ``group_id`` to a durable conversation id."""
+
+OTEL_INSTRUMENTATION_AGENT_IDENTITY_SDK_PRIVATE_API = "OTEL_INSTRUMENTATION_AGENT_IDENTITY_SDK_PRIVATE_API"
+"""``true`` (default) or ``false``: write the run's checked ids straight into an SDK span's attribute
+store where the SDK's ``set_attributes`` would do nothing more (the package's one use of the SDK's
+private API, detected at run time: ~0.2 bare span less per stamped span, docs/benchmarks.md);
+``false``: the SDK's public API only. Read at the first write, not at ``instrument()``."""
