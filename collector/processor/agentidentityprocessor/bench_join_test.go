@@ -170,7 +170,7 @@ func BenchmarkJoinFirstTurnRecheck(b *testing.B) {
 	p.joiner = newJoiner(p, &cfg.Join, nil, nil)
 	td := heldHop(0)
 	send := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0)
-	send.SetParentSpanID(pcommon.SpanID{})              // the root: complete
+	send.SetParentSpanID(pcommon.SpanID{})               // the root: complete
 	send.Attributes().PutBool(attrAnsweredBefore, false) // a client-minted turn 1: provisional
 	require.Equal(b, join.Others, p.complete(td, 0, nil))
 	for b.Loop() {
