@@ -97,11 +97,13 @@ func (p *identityProcessor) complete(td ptrace.Traces, age time.Duration, earlie
 // remembered now (as judging it will), so that a later turn waiting too sees
 // this one, whichever wait ends first.
 func (p *identityProcessor) provisionalFirstTurn(tr *traceAnalysis) bool {
-	tr.ruleMemo = make([][]int32, len(p.rules))
 	provisional := false
 	for _, c := range tr.order {
-		if !tr.isEntry(c) || cardFetch(tr.spans[c].span, tr.spans[tr.parent[c]].span) {
+		if !tr.isEntry(c) || tr.answeredBefore(tr.parent[c]) || cardFetch(tr.spans[c].span, tr.spans[tr.parent[c]].span) {
 			continue
+		}
+		if tr.ruleMemo == nil {
+			tr.ruleMemo = make([][]int32, len(p.rules))
 		}
 		if h := p.resolveHop(tr, tr.parent[c], c); h.firstTurn && h.classify() == resultFirstTurn {
 			provisional = true
