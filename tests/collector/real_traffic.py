@@ -50,7 +50,7 @@ FLAGGED = ("context_changed", "state_not_resumed")
 MISMATCH_ALERTS = {("AgentIdentityConversationMismatch", svc) for svc, (_, keeps) in SPECIALISTS.items() if not keeps}
 SERVER = 2  # OTLP span kind
 #: seconds after the traffic for every span to leave the collector (all arrive within ~10 s; the
-#: join's agent_wait is 15 s)
+#: join's agent_wait and first_turn_wait are 15 s)
 VERDICT_TIMEOUT = 90.0
 
 

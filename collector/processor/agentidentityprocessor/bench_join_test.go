@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/processor/processortest"
 
+	"github.com/otel-agent-identity/otel-agent-identity/collector/processor/agentidentityprocessor/internal/join"
 	"github.com/otel-agent-identity/otel-agent-identity/collector/processor/agentidentityprocessor/internal/recall"
 )
 
@@ -157,6 +158,25 @@ func BenchmarkJoinReleased(b *testing.B) {
 		b.StartTimer()
 	}
 	b.ReportMetric(perSpan, "B/released-span")
+}
+
+// BenchmarkJoinFirstTurnRecheck measures what asking again of a trace that
+// waits first_turn_wait costs each second (the completeness check with the
+// hop's resolution and memory look-up and record): ns/recheck.
+func BenchmarkJoinFirstTurnRecheck(b *testing.B) {
+	cfg := createDefaultConfig().(*Config)
+	p, err := newIdentityProcessor(processortest.NewNopSettings(componentType), cfg)
+	require.NoError(b, err)
+	p.joiner = newJoiner(p, &cfg.Join, nil, nil)
+	td := heldHop(0)
+	send := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0)
+	send.SetParentSpanID(pcommon.SpanID{})               // the root: complete
+	send.Attributes().PutBool(attrAnsweredBefore, false) // a client-minted turn 1: provisional
+	require.Equal(b, join.Others, p.complete(td, 0, nil))
+	for b.Loop() {
+		p.complete(td, 0, nil)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/recheck")
 }
 
 // BenchmarkMemoryTables measures the context and delegation memories: bytes

@@ -3,15 +3,19 @@
 package agentidentityprocessor // import "github.com/otel-agent-identity/otel-agent-identity/collector/processor/agentidentityprocessor"
 
 import (
+	"context"
 	"strings"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/otel-agent-identity/otel-agent-identity/collector/processor/agentidentityprocessor/internal/join"
 )
 
-// complete reports whether a held trace has every part its hops need, so it
-// can be judged now rather than at the end of the hop window:
+// complete says whether a held trace has every part its hops need, so it can
+// be judged now rather than at the end of the hop window (join.Done), or what
+// it waits for:
 //   - every span's parent is in (no span waits for its parent: the caller
 //     side of a hop, or a same-service ancestor the analysis walks);
 //   - every requesting span has a callee below it (no_callee only once the
@@ -23,18 +27,21 @@ import (
 //   - below every hop a rule requires, the callee's agent span is in, or the
 //     entry span declares `resumed`, or the trace was held agent_wait (a
 //     callee without an agent span of its own: a plain a2a-sdk executor);
-//   - the trace has a hop, or was held agent_wait (a trace of one service).
+//   - the trace has a hop, or was held agent_wait (a trace of one service);
+//   - no hop in it is a provisional first turn (provisionalFirstTurn), or the
+//     trace was held first_turn_wait: such a trace waits for another trace
+//     (join.Others), an earlier turn of the same context.
 //
 // A trace is usually complete when its last span arrives: a span ends after
 // its children, a synchronous request after the callee's entry span, so the
 // root comes last from the caller's process and each callee entry span with
 // its agent spans from the callee's.
-func (p *identityProcessor) complete(td ptrace.Traces, age time.Duration, earlier map[pcommon.SpanID]string) bool {
+func (p *identityProcessor) complete(td ptrace.Traces, age time.Duration, earlier map[pcommon.SpanID]string) join.Wait {
 	sc := getScratch()
 	defer sc.release()
 	groups := groupByTrace(td, sc)
 	if len(groups) != 1 {
-		return true // not one trace (never from the join): judge as it is
+		return join.Done // not one trace (never from the join): judge as it is
 	}
 	spans := groups[0]
 	tr := &traceAnalysis{traceIndex: buildIndex(spans, sc)}
@@ -43,7 +50,7 @@ func (p *identityProcessor) complete(td ptrace.Traces, age time.Duration, earlie
 		if tr.parent[i] == parentMissing && (tr.ambiguous == nil || !tr.ambiguous[i]) {
 			caller, gone := earlier[s.span.ParentSpanID()]
 			if !gone {
-				return false
+				return join.Parts
 			}
 			hops = hops || caller != s.service // a late callee part of a judged trace
 		}
@@ -54,7 +61,7 @@ func (p *identityProcessor) complete(td ptrace.Traces, age time.Duration, earlie
 			s := spans[i]
 			if !foreign[i] && s.service != "" && (tr.ambiguous == nil || !tr.ambiguous[i]) &&
 				!tr.isEntry(i) && p.isRequestingSpan(s) {
-				return false
+				return join.Parts
 			}
 		}
 	}
@@ -66,13 +73,46 @@ func (p *identityProcessor) complete(td ptrace.Traces, age time.Duration, earlie
 		hops = true
 		par := tr.parent[c]
 		if p.awaitsCallee(tr, par, c) || (waitAgent && p.awaitsAgent(tr, par, c)) {
-			return false
+			return join.Parts
 		}
 	}
 	// No hop yet: a root span that arrived first (a span exported before its
 	// children, e.g. one ended early, or a caller whose callee is slower)
 	// waits agent_wait for parts below it.
-	return hops || !waitAgent
+	if !hops && waitAgent {
+		return join.Parts
+	}
+	if age < p.joiner.firstTurnWait && p.provisionalFirstTurn(tr) {
+		return join.Others
+	}
+	return join.Done
+}
+
+// provisionalFirstTurn reports whether a hop of tr would be judged
+// first_turn only because the context memory knows no earlier answer of its
+// callee in the requested context (crosstrace.go firstInContext: the caller
+// did not say answered_before). An earlier turn whose trace is still on its
+// way (other processes export on their own timers) would make it a later
+// turn: the trace waits first_turn_wait for it. Each such hop's answer is
+// remembered now (as judging it will), so that a later turn waiting too sees
+// this one, whichever wait ends first.
+func (p *identityProcessor) provisionalFirstTurn(tr *traceAnalysis) bool {
+	provisional := false
+	for _, c := range tr.order {
+		if !tr.isEntry(c) || tr.answeredBefore(tr.parent[c]) || cardFetch(tr.spans[c].span, tr.spans[tr.parent[c]].span) {
+			continue
+		}
+		if tr.ruleMemo == nil {
+			tr.ruleMemo = make([][]int32, len(p.rules))
+		}
+		if h := p.resolveHop(tr, tr.parent[c], c); h.firstTurn && h.classify() == resultFirstTurn {
+			provisional = true
+			if p.noteAnswered(tr, &h) {
+				p.ins.evicted(context.Background(), storeContexts, 1)
+			}
+		}
+	}
+	return provisional
 }
 
 // awaitsAgent reports whether required hop par -> c has no serving agent span

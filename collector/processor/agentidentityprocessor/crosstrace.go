@@ -24,32 +24,39 @@ import (
 // agent_identity.conversation.answered_before=true, and the callee's service
 // never answered in that context, as far as the memory knows, on an entry
 // span that started before this one (traces are judged in any order: a later
-// turn judged first does not make turn 1 a later turn; a trace judged again
-// finds its own entry).
+// turn judged first does not make turn 1 a later turn; a trace judged again,
+// or asked again while it waits first_turn_wait, finds its own entry).
 func (p *identityProcessor) firstInContext(tr *traceAnalysis, h *hop) bool {
-	// The send may be two nested CLIENT spans (Agent Framework's A2AAgent
-	// span over a2a-sdk's): any of the caller's spans from the hop up says so.
-	caller := tr.spans[h.par].service
-	for i := h.par; i >= 0 && tr.spans[i].service == caller; i = tr.parent[i] {
-		if before, _ := boolAttr(tr.spans[i].span, attrAnsweredBefore); before {
-			return false
-		}
+	if tr.answeredBefore(h.par) {
+		return false
 	}
 	v, held := p.mem.contexts.Get(contextKey(tr.spans[h.c].service, h.requested))
 	start := startValue(tr.spans[h.c].span)
 	return !held || bytes.Compare(v[:], start[:]) >= 0
 }
 
+// answeredBefore reports whether a span of the caller from par up says
+// agent_identity.conversation.answered_before=true (the send may be two
+// nested CLIENT spans: Agent Framework's A2AAgent span over a2a-sdk's).
+func (tr *traceAnalysis) answeredBefore(par int32) bool {
+	caller := tr.spans[par].service
+	for i := par; i >= 0 && tr.spans[i].service == caller; i = tr.parent[i] {
+		if before, _ := boolAttr(tr.spans[i].span, attrAnsweredBefore); before {
+			return true
+		}
+	}
+	return false
+}
+
 // noteAnswered remembers that the callee of hop h answered in its context
-// (its entry span did not fail): the earliest start of an entry span that did.
-func (p *identityProcessor) noteAnswered(tr *traceAnalysis, h *hop, t *tally) {
+// (its entry span did not fail): the earliest start of an entry span that
+// did. It reports whether another context's slot was taken (an eviction).
+func (p *identityProcessor) noteAnswered(tr *traceAnalysis, h *hop) (evicted bool) {
 	c := tr.spans[h.c]
 	if h.answered == "" || c.span.Status().Code() == ptrace.StatusCodeError {
-		return
+		return false
 	}
-	if p.mem.contexts.PutMin(contextKey(c.service, h.answered), startValue(c.span)) {
-		bump(&t.evictions, storeContexts)
-	}
+	return p.mem.contexts.PutMin(contextKey(c.service, h.answered), startValue(c.span))
 }
 
 func contextKey(callee, ctx string) recall.Key { return recall.KeyOf(callee, ctx) }

@@ -59,8 +59,8 @@ func (p *identityProcessor) checkHop(tr *traceAnalysis, par, c int32, t *tally) 
 	tr.markHop(&h, result, t)
 	tr.markCallee(&h, result, t)
 	tr.noteDelegation(&h)
-	if h.required {
-		p.noteAnswered(tr, &h, t)
+	if h.required && p.noteAnswered(tr, &h) {
+		bump(&t.evictions, storeContexts)
 	}
 }
 

@@ -336,3 +336,87 @@ func TestJoinTurnsJudgedOutOfOrder(t *testing.T) {
 	assert.Equal(t, int64(1), got["agent_identity.hops{callee_agent=specialist,callee_service=specialist,caller_service=orchestrator,result=first_turn}"])
 	assert.Equal(t, int64(1), got[hopsForgot])
 }
+
+// turnTo is one turn in context ctx-1 to callee (whose agent span says
+// resumed), starting at `at` seconds. ours: the caller is of this
+// instrumentation (a delegation id; turn 1 requests nothing, a later turn the
+// context, without answered_before: it went to another replica's URL); else a
+// caller with semconv spans only (a JS or Java agent), whose every turn
+// requests the conversation it carries.
+func turnTo(t *testing.T, trace, callee string, turn int, ours, resumed bool, at int64) ptrace.Traces {
+	send := map[string]any{attrOperationName: operationInvokeAgent, attrConversationID: "ctx-1"}
+	if ours {
+		send[attrDelegationID] = "del-" + trace
+		if turn > 1 {
+			send[attrRequestedID] = "ctx-1"
+		}
+	}
+	return buildTraces(t, []spanIn{
+		{Trace: trace, ID: trace + "send", Service: "orchestrator", Kind: "client", Start: at, Attrs: send},
+		{Trace: trace, ID: trace + "entry", Parent: trace + "send", Service: callee, Kind: "server", Start: at + 1,
+			Attrs: map[string]any{attrConversationID: "ctx-1"}},
+		{Trace: trace, ID: trace + "agent", Parent: trace + "entry", Service: callee, Kind: "internal", Start: at + 2,
+			Attrs: map[string]any{attrOperationName: operationInvokeAgent, attrAgentName: callee,
+				attrConversationID: "ctx-1", attrResumed: resumed && turn > 1, attrExecutionID: "e-" + trace}},
+	})
+}
+
+func hopsOf(callee, result string) string {
+	return fmt.Sprintf("agent_identity.hops{callee_agent=%s,callee_service=%s,caller_service=orchestrator,result=%s}",
+		callee, callee, result)
+}
+
+// Turn 2's trace complete before turn 1's (its callee process exported
+// first): turn 2, which would be a first turn only because the context memory
+// knows no earlier answer, waits first_turn_wait; turn 1 arriving meanwhile
+// makes it a later turn, judged at once (well before the wait ends):
+// state_not_resumed for a callee that forgets, continued for one that
+// continues, not first_turn.
+func TestJoinLaterTurnWaitsForTurn1(t *testing.T) {
+	for _, ours := range []bool{true, false} {
+		t.Run(fmt.Sprintf("ours=%v", ours), func(t *testing.T) {
+			h := startedHarness(t, map[string]any{"agent_wait": "0s", "first_turn_wait": "10m", "hop_window": "20m"})
+			ctx := context.Background()
+			require.NoError(t, h.proc.ConsumeTraces(ctx, turnTo(t, "f2", "forgets", 2, ours, false, 20)))
+			require.NoError(t, h.proc.ConsumeTraces(ctx, turnTo(t, "c2", "continues", 2, ours, true, 20)))
+			require.Zero(t, h.sink.SpanCount(), "turn 2 waits for an earlier turn")
+			require.NoError(t, h.proc.ConsumeTraces(ctx, turnTo(t, "f1", "forgets", 1, ours, false, 10)))
+			require.NoError(t, h.proc.ConsumeTraces(ctx, turnTo(t, "c1", "continues", 1, ours, true, 10)))
+			want := 12 // every turn left (turn 1 of ours at once)
+			if !ours {
+				want = 6 // turn 1 of a semconv caller requested a context: it waits (a genuine first turn)
+			}
+			require.Eventually(t, func() bool { return h.sink.SpanCount() == want }, 10*time.Second, 10*time.Millisecond,
+				"turn 2 judged once turn 1 arrived, long before first_turn_wait")
+			require.NoError(t, h.proc.Shutdown(ctx))
+			m := h.metrics(t)
+			assert.Equal(t, int64(1), m[hopsOf("forgets", resultStateNotResumed)])
+			assert.Equal(t, int64(1), m[hopsOf("continues", resultContinued)])
+			assert.Equal(t, int64(1), m[hopsOf("forgets", resultFirstTurn)])
+			assert.Equal(t, int64(1), m[hopsOf("continues", resultFirstTurn)])
+		})
+	}
+}
+
+// A genuine first turn in a context the client named (no earlier turn ever
+// comes) is judged first_turn once first_turn_wait passed, not before; a
+// later turn whose caller says answered_before does not wait.
+func TestJoinClientMintedFirstTurnAfterTheWait(t *testing.T) {
+	h := startedHarness(t, map[string]any{"agent_wait": "0s", "first_turn_wait": "300ms", "hop_window": "1m"})
+	ctx := context.Background()
+	start := time.Now()
+	minted := turnTo(t, "m1", "forgets", 2, true, false, 10) // requests ctx-1, nothing answered in it yet
+	require.NoError(t, h.proc.ConsumeTraces(ctx, minted))
+	require.Eventually(t, func() bool { return h.sink.SpanCount() == 3 }, 10*time.Second, 10*time.Millisecond)
+	assert.GreaterOrEqual(t, time.Since(start), 300*time.Millisecond, "held first_turn_wait")
+	assert.Equal(t, map[string]int{resultFirstTurn: 1}, countResults(h.sink.AllTraces()[0]))
+
+	told := hopParts("t9") // answered_before=true: compared at once
+	var whole []spanIn
+	for _, p := range told {
+		whole = append(whole, p...)
+	}
+	require.NoError(t, h.proc.ConsumeTraces(ctx, buildTraces(t, whole)))
+	assert.Equal(t, 8, h.sink.SpanCount(), "not held")
+	assert.Equal(t, int64(1), h.metrics(t)[hopsForgot])
+}

@@ -15,6 +15,7 @@ const (
 	defaultDelegationSlots = 1 << 16
 	defaultTaskSlots       = 1 << 14
 	defaultAgentWait       = 15 * time.Second
+	defaultFirstTurnWait   = 15 * time.Second
 )
 
 // Join is the part of Config that joins a hop's parts across fragments,
@@ -43,6 +44,23 @@ type Join struct {
 	// no wait.
 	AgentWait time.Duration `mapstructure:"agent_wait"`
 
+	// FirstTurnWait is how long, within the hop window from its first span,
+	// a trace waits when a hop in it would be judged `first_turn` only
+	// because the context memory knows no earlier answer of its callee in
+	// the requested context (the caller did not say answered_before: a
+	// client-minted turn 1, or a later turn sent to another replica or by a
+	// caller without this instrumentation). An earlier turn of that context
+	// ended before this trace's first span started, so its parts reach the
+	// collector at most the other processes' export delay after this
+	// trace's first part: judged meanwhile, it makes this hop a later turn,
+	// judged as one at once; else the hop is judged `first_turn` when the
+	// wait ends. Hops with answered_before, with an earlier answer in the
+	// memory or with no requested context do not wait. Default: 15s (an
+	// app's 5 s batch delay plus groupbytrace's 5 s, with margin). Zero: no
+	// wait (a later turn whose trace completes before turn 1's is judged
+	// `first_turn`).
+	FirstTurnWait time.Duration `mapstructure:"first_turn_wait"`
+
 	// MaxHeldSpans bounds the spans held at once; above it the oldest held
 	// trace is judged with what it has and passed on (counted in
 	// agent_identity_evictions{store="held_traces"}). Default: 200,000.
@@ -67,14 +85,15 @@ type Join struct {
 	TaskSlots int `mapstructure:"task_slots"`
 }
 
-var errJoinNegative = errors.New("`hop_window`, `agent_wait`, `max_held_spans`, `context_slots`, `delegation_slots` and `task_slots` must not be negative")
+var errJoinNegative = errors.New("`hop_window`, `agent_wait`, `first_turn_wait`, `max_held_spans`, `context_slots`, `delegation_slots` and `task_slots` must not be negative")
 
 func defaultJoin() Join {
-	return Join{HopWindow: defaultHopWindow, AgentWait: defaultAgentWait, MaxHeldSpans: defaultMaxHeldSpans}
+	return Join{HopWindow: defaultHopWindow, AgentWait: defaultAgentWait, FirstTurnWait: defaultFirstTurnWait,
+		MaxHeldSpans: defaultMaxHeldSpans}
 }
 
 func (j *Join) validate() error {
-	if j.HopWindow < 0 || j.AgentWait < 0 || j.MaxHeldSpans < 0 || j.ContextSlots < 0 || j.DelegationSlots < 0 || j.TaskSlots < 0 {
+	if j.HopWindow < 0 || j.AgentWait < 0 || j.FirstTurnWait < 0 || j.MaxHeldSpans < 0 || j.ContextSlots < 0 || j.DelegationSlots < 0 || j.TaskSlots < 0 {
 		return errJoinNegative
 	}
 	return nil

@@ -35,11 +35,13 @@ type joiner struct {
 	next   consumer.Traces
 	logger *zap.Logger
 	tick   time.Duration
-	// agentWait: how long a required hop waits for the callee's agent span
-	agentWait time.Duration
-	stop      chan struct{}
-	done      chan struct{}
-	once      sync.Once
+	// agentWait: how long a required hop waits for the callee's agent span;
+	// firstTurnWait: how long a provisional first turn waits for an earlier
+	// turn (complete.go)
+	agentWait, firstTurnWait time.Duration
+	stop                     chan struct{}
+	done                     chan struct{}
+	once                     sync.Once
 	// started: the goroutine runs (Start was called)
 	started bool
 }
@@ -98,13 +100,14 @@ func newJoiner(p *identityProcessor, cfg *Join, next consumer.Traces, logger *za
 		return nil
 	}
 	return &joiner{
-		store:     join.New(cfg.HopWindow, cfg.AgentWait, cfg.MaxHeldSpans, p.complete, serviceName, awaitsFollowUp),
-		next:      next,
-		logger:    logger,
-		tick:      min(cfg.HopWindow/10, time.Second),
-		agentWait: cfg.AgentWait,
-		stop:      make(chan struct{}),
-		done:      make(chan struct{}),
+		store:         join.New(cfg.HopWindow, cfg.AgentWait, cfg.MaxHeldSpans, p.complete, serviceName, awaitsFollowUp),
+		next:          next,
+		logger:        logger,
+		tick:          min(cfg.HopWindow/10, time.Second),
+		agentWait:     cfg.AgentWait,
+		firstTurnWait: cfg.FirstTurnWait,
+		stop:          make(chan struct{}),
+		done:          make(chan struct{}),
 	}
 }
 

@@ -44,11 +44,25 @@ type Released struct {
 	Earlier map[pcommon.SpanID]string
 }
 
-// Ready reports whether a held trace is complete; age is how long it has been
+// Wait is what Ready says of a held trace.
+type Wait int
+
+const (
+	// Done: the trace is complete; it leaves now.
+	Done Wait = iota
+	// Parts: the trace waits for parts of its own (Ready is asked again at
+	// each of its arrivals and once it was held settle).
+	Parts
+	// Others: the trace waits for what another trace may bring (Ready is
+	// asked again at every Recheck too, until it says otherwise).
+	Others
+)
+
+// Ready says whether a held trace is complete; age is how long it has been
 // held, earlier the services of the trace's spans that already left (nil:
 // none). It runs under the store's lock (one trace at a time) and must not
 // keep td or earlier.
-type Ready func(td ptrace.Traces, age time.Duration, earlier map[pcommon.SpanID]string) bool
+type Ready func(td ptrace.Traces, age time.Duration, earlier map[pcommon.SpanID]string) Wait
 
 // Service names a resource's process ("" when it has none usable).
 type Service func(res pcommon.Resource) string
@@ -92,9 +106,10 @@ type held struct {
 	first time.Time
 	spans int
 	elem  *list.Element
-	// watched: a fragment waits for another trace (Watch); settled: Ready
-	// was asked again once the trace was held settle
-	watched, settled bool
+	// watched: a fragment waits for another trace (Watch); others: Ready
+	// last said Others; settled: Ready was asked again once the trace was
+	// held settle
+	watched, others, settled bool
 }
 
 // New returns a store that holds a trace at most window after its first
@@ -148,7 +163,7 @@ func (s *Store) Add(tid pcommon.TraceID, frag ptrace.Traces, now time.Time) []Re
 	h.watched = h.watched || watched
 	s.spans += n
 	var out []Released
-	if s.ready(h.td, now.Sub(h.first), s.earlier(tid)) {
+	if s.ask(h, now) {
 		out = append(out, s.remove(h, Complete, now))
 	}
 	for s.maxSpans > 0 && s.spans > s.maxSpans && s.age.Len() > 0 {
@@ -173,9 +188,17 @@ func (s *Store) Expired(now time.Time) []Released {
 	return out
 }
 
+// ask asks Ready of h and reports whether it is complete.
+func (s *Store) ask(h *held, now time.Time) bool {
+	w := s.ready(h.td, now.Sub(h.first), s.earlier(h.tid))
+	h.others = w == Others
+	return w == Done
+}
+
 // Recheck asks Ready again of the held traces that may have become complete
-// without a part of their own: watched ones (waiting for another trace, e.g.
-// a long-running task's follow-up) and those just held settle (a wait that
+// without a part of their own: those waiting for another trace (Watch, e.g. a
+// long-running task's follow-up; Ready's Others, e.g. an earlier turn of a
+// conversation, or a wait that ended) and those just held settle (a wait that
 // ended), and releases the complete ones.
 func (s *Store) Recheck(now time.Time) []Released {
 	s.mu.Lock()
@@ -186,11 +209,11 @@ func (s *Store) Recheck(now time.Time) []Released {
 		e = e.Next()
 		age := now.Sub(h.first)
 		settling := !h.settled && age >= s.settle
-		if !settling && !h.watched {
+		if !settling && !h.watched && !h.others {
 			continue
 		}
 		h.settled = h.settled || settling
-		if s.ready(h.td, age, s.earlier(h.tid)) {
+		if s.ask(h, now) {
 			out = append(out, s.remove(h, Complete, now))
 		}
 	}

@@ -25,6 +25,13 @@ func frag(tid byte, ids ...byte) ptrace.Traces {
 	return td
 }
 
+func doneAt(td ptrace.Traces, spans int) Wait {
+	if td.SpanCount() >= spans {
+		return Done
+	}
+	return Parts
+}
+
 func name(res pcommon.Resource) string {
 	v, _ := res.Attributes().Get("service.name")
 	return v.Str()
@@ -33,7 +40,7 @@ func name(res pcommon.Resource) string {
 // Fragments merge per trace; Ready decides; expiry, eviction and Drain release
 // the rest, oldest first; every span comes out once.
 func TestStore(t *testing.T) {
-	ready := func(td ptrace.Traces, _ time.Duration, _ map[pcommon.SpanID]string) bool { return td.SpanCount() >= 3 }
+	ready := func(td ptrace.Traces, _ time.Duration, _ map[pcommon.SpanID]string) Wait { return doneAt(td, 3) }
 	s := New(time.Minute, time.Second, 5, ready, name, func(ptrace.Traces) bool { return false })
 	now := time.Unix(0, 0)
 	assert.Empty(t, s.Add(pcommon.TraceID{1}, frag(1, 1), now))
@@ -65,7 +72,7 @@ func TestStore(t *testing.T) {
 // A late part of a released trace comes out with the services of the spans
 // that left before, within the window; after it they are forgotten.
 func TestStoreRemembersReleased(t *testing.T) {
-	ready := func(td ptrace.Traces, _ time.Duration, _ map[pcommon.SpanID]string) bool { return td.SpanCount() >= 2 }
+	ready := func(td ptrace.Traces, _ time.Duration, _ map[pcommon.SpanID]string) Wait { return doneAt(td, 2) }
 	s := New(time.Minute, time.Second, 0, ready, name, func(ptrace.Traces) bool { return false })
 	now := time.Unix(0, 0)
 	require.Len(t, s.Add(pcommon.TraceID{1}, frag(1, 1, 2), now), 1)
@@ -78,6 +85,39 @@ func TestStoreRemembersReleased(t *testing.T) {
 	out = s.Drain(now.Add(2 * time.Minute))
 	require.Len(t, out, 1)
 	assert.Nil(t, out[0].Earlier, "forgotten after the window")
+}
+
+// A trace Ready says waits for others is asked again at every Recheck (and
+// leaves once Ready says Done, before the window); one waiting for its own
+// parts is not (only once held settle).
+func TestStoreRechecksTracesWaitingForOthers(t *testing.T) {
+	other := false // what another trace brings
+	asked := map[byte]int{}
+	ready := func(td ptrace.Traces, _ time.Duration, _ map[pcommon.SpanID]string) Wait {
+		tid := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0).TraceID()[0]
+		asked[tid]++
+		switch {
+		case tid == 2:
+			return Parts
+		case other:
+			return Done
+		}
+		return Others
+	}
+	s := New(time.Minute, 30*time.Second, 0, ready, name, func(ptrace.Traces) bool { return false })
+	now := time.Unix(0, 0)
+	assert.Empty(t, s.Add(pcommon.TraceID{1}, frag(1, 1), now))
+	assert.Empty(t, s.Add(pcommon.TraceID{2}, frag(2, 1), now))
+	assert.Empty(t, s.Recheck(now.Add(time.Second)))
+	assert.Empty(t, s.Recheck(now.Add(2*time.Second)))
+	assert.Equal(t, map[byte]int{1: 3, 2: 1}, asked, "trace 1 at every Recheck, trace 2 only at its arrival")
+	other = true
+	out := s.Recheck(now.Add(3 * time.Second))
+	require.Len(t, out, 1)
+	assert.Equal(t, Complete, out[0].Reason)
+	assert.Equal(t, pcommon.TraceID{1}, out[0].Traces.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0).TraceID())
+	traces, _ := s.Len()
+	assert.Equal(t, 1, traces)
 }
 
 // A batch of several traces is split into one ptrace.Traces per trace, with
