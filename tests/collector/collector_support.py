@@ -178,6 +178,20 @@ def restart_collector(col: Collector) -> Collector:
     return start_collector(ports=ports, **col.start_args)
 
 
+def start_topology(topology: str, workdir: Path, **env: str | None) -> tuple[list[Collector], list[Collector], str]:
+    """The shipped collector topology ``"single-node"`` (single-node.yaml) or ``"two-tier"``
+    (tier1-loadbalancer.yaml routing by trace id to two tier2-identity.yaml instances); ``env``:
+    the judging collectors' environment (as for :func:`start_collector`). Returns ``(every
+    collector, those that judge, the apps' OTLP endpoint)``; stop them in reverse order."""
+    if topology == "single-node":
+        col = start_collector("single-node.yaml", workdir, **env)
+        return [col], [col], col.endpoint
+    tier2 = [start_collector("tier2-identity.yaml", workdir, name=n, **env) for n in ("t2a", "t2b")]
+    endpoints = ", ".join(f"127.0.0.1:{c.otlp_grpc}" for c in tier2)
+    tier1 = start_collector("tier1-loadbalancer.yaml", workdir, name="tier1", TIER2_ENDPOINTS=f"[{endpoints}]")
+    return [*tier2, tier1], tier2, tier1.endpoint
+
+
 def send_trace(endpoint: str, **options: Any) -> str:
     """Run sender.py as the caller process (it starts the callee process); return the trace id."""
     args = [sys.executable, str(SENDER), "caller", "--endpoint", endpoint]

@@ -158,17 +158,6 @@ def read_charges(world: World, kind: str) -> list[dict]:
     return h.read_charges(world.work / f"charges-{kind}.jsonl")
 
 
-def _start_collectors(topology: str, work: Path) -> tuple[list[cs.Collector], list[cs.Collector], str]:
-    """``(every collector, those that judge, the apps' OTLP endpoint)``."""
-    if topology == "single-node":
-        col = cs.start_collector("single-node.yaml", work, **SHIPPED_COLLECTOR_ENV)
-        return [col], [col], col.endpoint
-    tier2 = [cs.start_collector("tier2-identity.yaml", work, name=n, **SHIPPED_COLLECTOR_ENV) for n in ("t2a", "t2b")]
-    endpoints = ", ".join(f"127.0.0.1:{c.otlp_grpc}" for c in tier2)
-    tier1 = cs.start_collector("tier1-loadbalancer.yaml", work, name="tier1", TIER2_ENDPOINTS=f"[{endpoints}]")
-    return [*tier2, tier1], tier2, tier1.endpoint
-
-
 def _otelcol_total(col: cs.Collector, prefix: str) -> float:
     """Sum of the collector's own metric series whose name starts with ``prefix``."""
     total = 0.0
@@ -234,7 +223,7 @@ def run_world(topology: str, work: Path) -> Iterator[World]:
     prom = None
     began = time.monotonic()
     try:
-        collectors, judges, endpoint = _start_collectors(topology, work)
+        collectors, judges, endpoint = cs.start_topology(topology, work, **SHIPPED_COLLECTOR_ENV)
         prom = cs.start_prometheus(
             work / "prometheus",
             [f"127.0.0.1:{c.metrics_port}" for c in collectors],

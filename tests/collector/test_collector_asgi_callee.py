@@ -26,6 +26,8 @@ each. Ground truth: what each executor or model really saw (its ``--truth`` file
 
 from __future__ import annotations
 
+import threading
+
 import a2a_harness as h
 import collector_support as cs
 import pytest
@@ -148,3 +150,100 @@ def test_forgotten_turns_counted_as_mismatches_and_undeclared_ones_as_state_unkn
         return figures if figures == want else None
 
     cs.wait_for(counted, 60, "the mismatches and state_unknown hops counted")
+
+
+# -- a delegation retried after a crash, to a callee under Starlette's tracing -----------------------
+#: the checkout callers of the crash-retry (examples/checkout_orchestrator.py, run twice by
+#: a2a_harness.run_recovery) -> their allowlist: the specialist's URL (it receives the delegation id
+#: and marks its own retry) or none (a fresh message id: only the collector's delegation memory finds it)
+RETRY_CALLERS = {"retry-allowlisted": None, "retry-unlisted": ""}
+DUPLICATE = "agent_identity.delegation.duplicate"
+#: groupbytrace's wait: the specialist's SERVER spans leave after its 3 s hold (test_collector_recovery)
+RETRY_WAIT = "8s"
+
+
+@pytest.fixture(scope="module", params=["single-node", "two-tier"])
+def retried(request, tmp_path_factory):
+    """Per caller of :data:`RETRY_CALLERS`, a naive charge specialist (``examples/charge_specialist.py``,
+    Starlette tracing on) and the crash-retry against it; yields ``(topology, records, spans, charges,
+    judges)`` once both attempts of every caller were judged. ``records``: caller -> both checkout
+    records; ``charges``: caller -> the charges its specialist really made (ground truth); ``judges``:
+    the collectors that judge."""
+    work = tmp_path_factory.mktemp(f"asgi-retry-{request.param}")
+    collectors, procs = [], []
+    try:
+        collectors, judges, endpoint = cs.start_topology(request.param, work, GROUPBYTRACE_WAIT=RETRY_WAIT)
+        records, errors, threads = {}, [], []
+        for caller, allowlist in RETRY_CALLERS.items():
+            proc, url = h.start_charge_specialist(
+                f"payments-{caller}", endpoint, work / f"{caller}.jsonl", idempotent=False, **ASGI_ON
+            )
+            procs.append(proc)
+
+            def recover(caller=caller, url=url, allowlist=allowlist):
+                try:
+                    db = work / f"{caller}.sqlite"
+                    records[caller] = h.run_recovery(url, db, endpoint, caller, allowlist=allowlist)
+                except Exception as exc:
+                    errors.append((caller, exc))
+
+            threads.append(threading.Thread(target=recover))
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(600)
+        assert not errors, errors
+        traces = {rec["trace_id"] for recs in records.values() for rec in recs}
+
+        def judged():
+            spans = [s for c in judges for s in h.read_spans(c.spans_file)]
+            return spans if traces <= {s.trace_id for s in h.hop_spans(spans)} else None
+
+        spans = cs.wait_for(judged, 120, "a verdict on every attempt")
+        charges = {caller: h.read_charges(work / f"{caller}.jsonl") for caller in RETRY_CALLERS}
+        yield request.param, records, spans, charges, judges
+    finally:
+        for proc in procs:
+            h.stop(proc)
+        for c in reversed(collectors):
+            c.stop()
+
+
+def _one_judge(judges, records: list[dict]) -> bool:
+    """Whether both attempts' traces reached one judging collector (two tiers route by trace id)."""
+    return any({r["trace_id"] for r in records} <= {s.trace_id for s in h.read_spans(c.spans_file)} for c in judges)
+
+
+def test_crash_retry_under_starlette_is_one_duplicate_marked_and_counted_once(retried):
+    """Ground truth: each specialist charged twice (two executions, one duplicate). The callee's side
+    is two SERVER spans a request (Starlette's ``POST /`` over ours); the duplicate is marked on one
+    span and counted once: allowlisted, on our A2A SERVER span (the serving process's mark, also in two
+    tiers); unlisted, on the entry span (the collector's delegation memory, which in two tiers finds it
+    only when both traces reach one tier-2 instance, the documented limit; never a false one)."""
+    topology, records, spans, charges, judges = retried
+    expected = {}  # caller -> duplicate executions marked
+    for caller, recs in records.items():
+        first, second = recs
+        assert first["delegation_id"] == second["delegation_id"] and first["trace_id"] != second["trace_id"]
+        assert len({c["execution"] for c in charges[caller]}) == 2, charges[caller]  # it charged twice
+        hops = {hop.trace_id: hop for hop in h.hop_spans(spans) if hop.trace_id in {r["trace_id"] for r in recs}}
+        for hop in hops.values():  # the shape under test: an HTTP entry span over our A2A SERVER span
+            assert {"http.method", "http.request.method"} & set(hop.attributes), hop
+        ours = {s.trace_id: s for s in spans if s.parent_id in {hop.span_id for hop in hops.values()} and s.kind == 2}
+        assert set(ours) == set(hops), ours
+        marked = [s for s in spans if s.trace_id in hops and s.attributes.get(DUPLICATE) is True]
+        if RETRY_CALLERS[caller] is None:
+            want = [ours[second["trace_id"]]]
+        elif topology == "single-node" or _one_judge(judges, recs):
+            want = [hops[second["trace_id"]]]
+        else:
+            want = []
+        assert [s.span_id for s in marked] == [s.span_id for s in want], (caller, marked)
+        expected[caller] = len(want)
+
+    def counted():
+        samples = [x for c in judges for x in h.scrape(c.metrics_port)]
+        got = {c: h.metric_sum(samples, "agent_identity_duplicate_executions", caller_service=c) for c in records}
+        return got if got == expected else None
+
+    cs.wait_for(counted, 60, f"the duplicate executions counted once each: {expected}")

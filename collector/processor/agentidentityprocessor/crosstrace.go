@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"slices"
 
-	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/otel-agent-identity/otel-agent-identity/collector/processor/agentidentityprocessor/internal/recall"
@@ -73,8 +72,11 @@ func entryValue(s ptrace.Span) recall.Value {
 // markDuplicatesAcrossTraces flags an entry span whose execution is not the
 // first one the memory knows for its (caller service, delegation id, callee
 // service): a retry from another trace or caller process executed again. An
-// entry span already marked a duplicate (within its trace, or by the serving
-// process) was counted; a trace judged again finds the same first execution.
+// execution already marked a duplicate was counted and is not marked again:
+// on its entry span (within its trace, markDuplicates) or by the serving
+// process (served: on the entry span or the span below it that calleeEntry
+// reads, our A2A SERVER span under an ASGI/Starlette HTTP SERVER span). A
+// trace judged again finds the same first execution.
 func (p *identityProcessor) markDuplicatesAcrossTraces(tr *traceAnalysis, t *tally) {
 	for key, hops := range tr.deleg {
 		sortByStart(hops)
@@ -88,7 +90,7 @@ func (p *identityProcessor) markDuplicatesAcrossTraces(tr *traceAnalysis, t *tal
 				continue
 			}
 			attrs := tr.spans[h.entry].span.Attributes()
-			if v, ok := attrs.Get(attrDelegationDuplicate); ok && v.Type() == pcommon.ValueTypeBool && v.Bool() {
+			if marked, _ := boolAttr(tr.spans[h.entry].span, attrDelegationDuplicate); marked || tr.served[h.entry] {
 				continue
 			}
 			attrs.PutBool(attrDelegationDuplicate, true)

@@ -363,7 +363,9 @@ func (r *rule) matchesAnswering(span ptrace.Span, answered string) bool {
 
 // markDuplicates flags the callee entry spans of the second and later distinct
 // executions by one callee service under one delegation id (ordered by entry
-// start time).
+// start time), each execution marked and counted once: an entry span whose
+// serving process marked it (served: on the span calleeEntry reads, e.g. our
+// A2A SERVER span below Starlette's HTTP SERVER span) gets no second mark.
 func (p *identityProcessor) markDuplicates(tr *traceAnalysis, t *tally) {
 	for key, hops := range tr.deleg {
 		if len(hops) < 2 {
@@ -375,12 +377,14 @@ func (p *identityProcessor) markDuplicates(tr *traceAnalysis, t *tally) {
 			if h.execution == hops[0].execution {
 				continue
 			}
+			counted := seen[h.execution]
+			seen[h.execution] = true
+			if tr.served[h.entry] {
+				continue // marked (on calleeEntry's span) and counted by countServedMarks
+			}
 			tr.spans[h.entry].span.Attributes().PutBool(attrDelegationDuplicate, true)
-			if !seen[h.execution] {
-				seen[h.execution] = true
-				if !tr.served[h.entry] {
-					bump(&t.duplicates, pairKey{caller: key.caller, callee: key.callee})
-				}
+			if !counted {
+				bump(&t.duplicates, pairKey{caller: key.caller, callee: key.callee})
 			}
 		}
 	}
