@@ -75,13 +75,20 @@ func entryValue(s ptrace.Span) recall.Value {
 // execution already marked a duplicate was counted and is not marked again:
 // on its entry span (within its trace, markDuplicates) or by the serving
 // process (served: on the entry span or the span below it that calleeEntry
-// reads, our A2A SERVER span under an ASGI/Starlette HTTP SERVER span). A
-// trace judged again finds the same first execution.
+// reads, our A2A SERVER span under an ASGI/Starlette HTTP SERVER span; such
+// an execution is never taken for the first one). A trace judged again finds
+// the same first execution.
 func (p *identityProcessor) markDuplicatesAcrossTraces(tr *traceAnalysis, t *tally) {
 	for key, hops := range tr.deleg {
 		sortByStart(hops)
 		k := recall.KeyOf(key.caller, key.id, key.callee)
 		for _, h := range hops {
+			if tr.served[h.entry] {
+				// a retry by the serving process's own word, marked and counted
+				// (countServedMarks): never the first execution, even when its
+				// trace is judged before the first one's
+				continue
+			}
 			first, _, evicted := p.mem.delegations.PutIfAbsent(k, recall.ValueOf(h.execution))
 			if evicted {
 				bump(&t.evictions, storeDelegations)
@@ -90,7 +97,7 @@ func (p *identityProcessor) markDuplicatesAcrossTraces(tr *traceAnalysis, t *tal
 				continue
 			}
 			attrs := tr.spans[h.entry].span.Attributes()
-			if marked, _ := boolAttr(tr.spans[h.entry].span, attrDelegationDuplicate); marked || tr.served[h.entry] {
+			if marked, _ := boolAttr(tr.spans[h.entry].span, attrDelegationDuplicate); marked {
 				continue
 			}
 			attrs.PutBool(attrDelegationDuplicate, true)

@@ -5,6 +5,7 @@ package agentidentityprocessor
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -18,24 +19,32 @@ import (
 // span. A duplicate execution is marked agent_identity.delegation.duplicate
 // once and counted once, whichever side found it: the serving process (on our
 // A2A SERVER span), or the processor (on the entry span, where the verdict
-// is), within one trace or across traces (a retry from a new caller process).
+// is), within one trace or across traces (a retry from a new caller process,
+// whichever trace is judged first).
 func TestDuplicateUnderASGIMarkedAndCountedOnce(t *testing.T) {
-	for name, want := range map[string][]string{
+	for _, c := range []struct {
+		name  string
+		order []int // the fragments (traces), in the order they are judged
+		want  []string
+	}{
 		// run2: the callee marked its retry; run3: it did not (its memory
 		// forgot, or no allowlist: another key), the processor's memory did
-		"duplicate_asgi_across_traces": {"r2_a2a", "r3_http"},
+		{"duplicate_asgi_across_traces", []int{0, 1, 2}, []string{"r2_a2a", "r3_http"}},
+		// the retry's trace judged before the first one's (released first)
+		{"duplicate_asgi_across_traces", []int{1, 0, 2}, []string{"r2_a2a", "r3_http"}},
 		// del-served: the callee marked the second execution; del-unmarked:
 		// the processor did
-		"duplicate_asgi_within_trace": {"b_a2a2", "d_http2"},
+		{"duplicate_asgi_within_trace", []int{0}, []string{"b_a2a2", "d_http2"}},
 	} {
-		t.Run(name, func(t *testing.T) {
+		name, want := c.name, c.want
+		t.Run(fmt.Sprint(name, c.order), func(t *testing.T) {
 			raw, err := os.ReadFile(filepath.Join("testdata", "golden", name, "input.json"))
 			require.NoError(t, err)
 			var in goldenInput
 			require.NoError(t, json.Unmarshal(raw, &in))
 			h := newHarness(t, configFrom(t, in.Config))
-			for _, frag := range in.Fragments {
-				require.NoError(t, h.proc.ConsumeTraces(context.Background(), buildTraces(t, frag)))
+			for _, k := range c.order {
+				require.NoError(t, h.proc.ConsumeTraces(context.Background(), buildTraces(t, in.Fragments[k])))
 			}
 			require.NoError(t, h.proc.Shutdown(context.Background()))
 			var marked []string
