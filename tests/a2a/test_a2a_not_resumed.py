@@ -17,6 +17,7 @@ import httpx
 import pytest
 from a2a.client import ClientConfig, create_client
 from a2a_test_support import send_text
+from agent_framework.a2a import A2AAgent
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from specialist import CONTINUES, build_app
@@ -104,3 +105,21 @@ async def test_counted_only_when_this_process_answered_in_the_context_before(rea
 async def test_a_restarted_process_does_not_count_its_first_request(reader, tmp_path, shape):
     turns = await _turns(shape, tmp_path, reader, uuid.uuid4().hex, restart_before=2)
     assert turns == [(1, 0), (1, 0), (1, 1)]  # turn 2 lost state, unseen here (the collector's verdict)
+
+
+@pytest.mark.parametrize("shape", ["a2a-executor", "session-local"])
+async def test_agent_framework_session_with_a_new_service_session_id(reader, tmp_path, shape):
+    """Agent Framework's client names the context: ``get_session(service_session_id=<new id>)``."""
+    truth = tmp_path / "truth.jsonl"
+    minted, counts = uuid.uuid4().hex, []
+    async with h.serving_in_loop(lambda url: build_app(url, shape, shape, truth=str(truth))) as url:
+        agent = A2AAgent(name=shape, url=url)
+        session = agent.get_session(service_session_id=minted)
+        for turn in (1, 2, 3):
+            before = not_resumed(reader)
+            await agent.run(f"hello {turn}", session=session)
+            counts.append(not_resumed(reader) - before)
+    assert (session.service_session_id or {}).get("context_id") == minted  # the server kept the client's id
+    seen = [json.loads(line)["messages"] for line in truth.read_text().splitlines()]
+    assert len(seen) == 3 and seen[0] == 1 and [s > 1 for s in seen[1:]] == [CONTINUES[shape]] * 2
+    assert counts == ([0, 0, 0] if CONTINUES[shape] else [0, 1, 1])
