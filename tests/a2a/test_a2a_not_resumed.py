@@ -70,15 +70,18 @@ class Specialist:
         return answered, seen[0]
 
 
-async def _turns(shape: str, tmp_path, reader, first: str, restart_before: int = 0) -> list[tuple[int, int]]:
+async def _turns(
+    shape: str, tmp_path, reader, first: str, restart_before: int = 0, stream: bool = False
+) -> list[tuple[int, int]]:
     """Three turns of one conversation (turn 1 requests ``first``: a client-minted id, or empty);
     returns (messages the model saw, the counter's increase) per turn. ``restart_before``: the
-    process's memory of its answers is lost before that turn (a restart)."""
+    process's memory of its answers is lost before that turn (a restart). ``stream``: a streaming
+    client and executor (``A2AExecutor(stream=True)``)."""
     truth = tmp_path / f"{shape}.jsonl"
     out = []
-    app = h.serving_in_loop(lambda url: build_app(url, shape, shape, truth=str(truth)))
+    app = h.serving_in_loop(lambda url: build_app(url, shape, shape, truth=str(truth), stream=stream))
     async with app as url, httpx.AsyncClient(timeout=30) as http:
-        client = await create_client(url, client_config=ClientConfig(httpx_client=http, streaming=False))
+        client = await create_client(url, client_config=ClientConfig(httpx_client=http, streaming=stream))
         specialist, context_id = Specialist(client, truth), first
         for turn in (1, 2, 3):
             if turn == restart_before:
@@ -99,6 +102,11 @@ async def test_counted_only_when_this_process_answered_in_the_context_before(rea
     assert seen[0] == 1 and [s > 1 for s in seen[1:]] == [CONTINUES[shape]] * 2  # really continues / forgets
     # turn 1: never (nothing to resume yet, the client named the context or not); later: each lost state
     assert [n for _, n in turns] == ([0, 0, 0] if CONTINUES[shape] else [0, 1, 1])
+
+
+async def test_streaming_client_and_executor(reader, tmp_path):
+    turns = await _turns("a2a-executor", tmp_path, reader, uuid.uuid4().hex, stream=True)
+    assert turns == [(1, 0), (1, 1), (1, 1)]
 
 
 @pytest.mark.parametrize("shape", ["a2a-executor", "plain-forgets"])
