@@ -5,6 +5,7 @@ collector wrote (file exporter spans, Prometheus metrics). Used by ``demo.py`` a
 
 from __future__ import annotations
 
+import asyncio
 import http.client
 import http.server
 import json
@@ -17,8 +18,8 @@ import tempfile
 import threading
 import time
 import urllib.request
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -33,6 +34,32 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+@asynccontextmanager
+async def serving_in_loop(build: Callable[[str], object], timeout: float = 30.0) -> AsyncIterator[str]:
+    """Serve the ASGI app ``build(url)`` (uvicorn, no lifespan) on a free 127.0.0.1 port in the
+    running event loop, for tests that read the server's spans and metrics in their own process;
+    yields its URL and stops it on exit. Raises TimeoutError when it does not start in ``timeout`` s."""
+    import uvicorn
+
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/"
+    config = uvicorn.Config(build(url), host="127.0.0.1", port=port, log_level="warning", lifespan="off")
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve())
+    try:
+        deadline = time.monotonic() + timeout
+        while not server.started:
+            if task.done():
+                task.result()
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"uvicorn did not start on {url}")
+            await asyncio.sleep(0.02)
+        yield url
+    finally:
+        server.should_exit = True
+        await task
 
 
 def wait_port(port: int, proc: subprocess.Popen, timeout: float = 180.0) -> None:

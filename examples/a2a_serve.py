@@ -6,7 +6,9 @@ specialists of every framework (``specialist.py``, ``adk_specialist.py``,
 
 from __future__ import annotations
 
+import asyncio
 import json
+from contextlib import asynccontextmanager
 
 import uvicorn
 from a2a.helpers.proto_helpers import new_text_message
@@ -15,7 +17,7 @@ from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes, create_rest_routes
 from a2a.server.tasks import InMemoryTaskStore
 from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill
-from opentelemetry import trace
+from opentelemetry import metrics, trace
 from starlette.applications import Starlette
 
 DESCRIPTION = "Answers weather questions (offline)."
@@ -56,6 +58,19 @@ class ReplyExecutor(AgentExecutor):
         return None
 
 
+@asynccontextmanager
+async def flush_at_shutdown(app: Starlette):
+    """Starlette lifespan: at shutdown, flush the SDK's tracer and meter providers. uvicorn (0.29 and
+    later: ``Server.capture_signals``) re-raises the SIGTERM it handled after its graceful shutdown,
+    so the process dies by the signal and the SDK's exit-time flush never runs: spans of the last
+    5 s batch delay would be lost (the hop then ``no_callee``/``unresolved``)."""
+    yield
+    for provider in (trace.get_tracer_provider(), metrics.get_meter_provider()):
+        flush = getattr(provider, "force_flush", None)  # the SDK's; the API's no-op providers have none
+        if flush is not None:
+            await asyncio.to_thread(flush)
+
+
 def executor_app(
     executor: AgentExecutor,
     url: str,
@@ -85,7 +100,7 @@ def executor_app(
         routes = create_rest_routes(handler, enable_v0_3_compat=v03)
     else:
         routes = create_jsonrpc_routes(handler, rpc_url="/", enable_v0_3_compat=v03)
-    return Starlette(routes=[*create_agent_card_routes(card), *routes])
+    return Starlette(routes=[*create_agent_card_routes(card), *routes], lifespan=flush_at_shutdown)
 
 
 def serve(executor: AgentExecutor, name: str, port: int, description: str = DESCRIPTION, v03: bool = False) -> None:

@@ -250,7 +250,7 @@ class Run(Shapes, AgentSpan):
         )
         if outer is None:
             self._own_story = False  # read only for a nested run
-            if resumed is False and continuity.serving_requested():
+            if resumed is False and continuity.serving_answered_before():
                 signals.count_not_resumed(agent, framework)
             continuity.note_execution()
         else:
@@ -310,13 +310,14 @@ class Run(Shapes, AgentSpan):
 
     def record_resumed(self, value: bool | None) -> None:
         """Record ``agent_identity.conversation.resumed`` (bool; None: unknown, nothing recorded)
-        learnt after the span started; a serving run that did not resume is counted."""
+        learnt after the span started; a serving run that did not resume a context this process
+        answered in before is counted (:func:`~otel_agent_identity.continuity.serving_answered_before`)."""
         if value is None or self._resumed is not None:
             return
         self._resumed = value
         if self.span is not None:
             set_trusted(self.span, {attrs.CONVERSATION_RESUMED: value})
-        if value is False and self.scope.parent_execution_id is None and continuity.serving_requested():
+        if value is False and self.scope.parent_execution_id is None and continuity.serving_answered_before():
             signals.count_not_resumed(self._agent, self._call.framework)
 
     def finish(self, result: Any = None, error: BaseException | None = None) -> None:

@@ -9,7 +9,10 @@
 - ``answered_contexts``: (A2A endpoint, contextId) pairs a remote agent answered this process in,
   so a send can tell a client-minted first contextId from a context to continue.
 - :func:`new_conversation`: the application says a new conversation/context is intended.
-- :func:`serving_requested`: the contextId the A2A request being served asked to continue.
+- :func:`serving_answered_before`: whether the A2A request being served (the SERVER span's OTel
+  context, which the executor inherits) asked to continue a contextId this process answered in
+  before (``served_contexts``, per serving Agent Card): a run that resumes nothing then lost state
+  (counted), unlike a client-minted first turn.
 - :func:`resumed`: the application declares whether the request being served resumed prior state.
 - ``served_conversations``: per (contextId, serving agent), the agent conversation this process
   served it with last, so a run that serves a known contextId under another agent conversation (a
@@ -77,12 +80,17 @@ def new_conversation_declared() -> bool:
 
 class _Serving:
     """The inbound A2A request being served: the contextId it asked to continue, its SERVER span,
-    and the agent conversation the run serving it ended in (set by that run)."""
+    the serving Agent Card's name (``card``), whether this process answered in the requested
+    contextId before the request arrived (``answered_before``), and the agent conversation the run
+    serving it ended in (set by that run)."""
 
-    __slots__ = ("agent", "conversation", "requested", "span")
+    __slots__ = ("agent", "answered_before", "answered_in", "card", "conversation", "requested", "span")
 
-    def __init__(self, requested: str | None, span: Any) -> None:
-        self.requested, self.span = requested, span
+    def __init__(self, requested: str | None, span: Any, card: str | None) -> None:
+        self.requested, self.span, self.card = requested, span, card or ""
+        # read as the request arrives: its own answer (a stream's first event may precede the run) is not "before"
+        self.answered_before = bool(requested) and served_contexts.has(f"{self.card}\0{requested}")
+        self.answered_in: str | None = None  # the context last remembered as answered (once per request)
         self.agent: str = ""
         self.conversation: str | None = None
 
@@ -92,20 +100,23 @@ def _serving(ctx: Any = None) -> _Serving | None:
     return value if type(value) is _Serving else None
 
 
-def serving_requested() -> str | None:
-    """The ``Message.context_id`` (str) of the inbound A2A request being served (the SERVER span's
-    OTel context, which the executor inherits), None outside one or on a first turn."""
+def serving_answered_before() -> bool:
+    """Whether the inbound A2A request being served asked to continue a contextId this process had
+    already answered in (``served_contexts``, kept ``IDLE_SECONDS``): a run serving it that resumes
+    nothing lost state. False outside a served request, on a first turn, for a contextId the client
+    minted itself (nothing to resume yet) and after a restart (memory empty: the collector's hop
+    verdict ``state_not_resumed`` covers it)."""
     serving = _serving()
-    return serving.requested if serving is not None else None
+    return serving is not None and serving.answered_before
 
 
-def with_serving_requested(ctx: Any, context_id: str | None, span: Any = None) -> Any:
+def with_serving_requested(ctx: Any, context_id: str | None, span: Any = None, card: str | None = None) -> Any:
     """``ctx`` (an OTel ``Context``) carrying the contextId the served request asked to continue
-    (str, or None on a first turn) and its SERVER ``span``."""
+    (str, or None on a first turn), its SERVER ``span`` and the serving Agent Card's name ``card``."""
     if not context_id and span is None:
         return ctx
     _serving_seen[0] = True
-    return otel_context.set_value(_SERVING_REQUESTED, _Serving(context_id or None, span), ctx)
+    return otel_context.set_value(_SERVING_REQUESTED, _Serving(context_id or None, span, card), ctx)
 
 
 _warned_resumed = [False]
@@ -117,7 +128,8 @@ def resumed(value: bool) -> bool:
     (``value``: bool): for a server whose agent no adapter wraps (a plain a2a-sdk ``AgentExecutor``,
     another framework). Recorded as ``agent_identity.conversation.resumed`` on the request's SERVER
     span, where the collector reads it before the serving agent span's own; ``False`` for a request
-    that asked to continue a contextId is counted in ``agent_identity.state.not_resumed``. Call it
+    that asked to continue a contextId this process already answered in
+    (:func:`serving_answered_before`) is counted in ``agent_identity.state.not_resumed``. Call it
     inside the executor (any task or thread that inherited its context)::
 
         history = self.histories.get(context.context_id)
@@ -138,7 +150,7 @@ def resumed(value: bool) -> bool:
             return False
         span = serving.span
         span.set_attribute(attrs.CONVERSATION_RESUMED, value)
-        if value is False and serving.requested:
+        if value is False and serving.answered_before:
             agent = (getattr(span, "attributes", None) or {}).get(attrs.GEN_AI_AGENT_NAME)
             metrics.count(metrics.STATE_NOT_RESUMED, agent=agent, framework="a2a")
         return True
@@ -166,11 +178,17 @@ def served_run(agent: str | None, conversation: str | None) -> str | None:
 
 
 def served_context(ctx: Any, context_id: str | None) -> None:
-    """The A2A request served in ``ctx`` answered in ``context_id``: remember the agent conversation
-    that served it under that contextId too (on a first turn the server made it). Never raises."""
+    """The A2A request served in ``ctx`` answered in ``context_id``: remember that this process
+    answered in it (``served_contexts``) and the agent conversation that served it under that
+    contextId too (on a first turn the server made it). Never raises."""
     try:
         serving = _serving(ctx)
-        if serving is not None and serving.conversation and context_id and context_id != serving.requested:
+        if serving is None or not context_id:
+            return
+        if context_id != serving.answered_in:  # a stream's events repeat it: remembered once
+            serving.answered_in = context_id
+            served_contexts.seen_before(f"{serving.card}\0{context_id}")
+        if serving.conversation and context_id != serving.requested:
             served_conversations.remember(context_id, serving.agent, serving.conversation)
     except Exception:
         _logger.debug("otel-agent-identity: served context not remembered", exc_info=True)
@@ -319,6 +337,11 @@ def note_execution() -> None:
 #: ``destination + NUL + contextId`` of every context a remote agent answered this process in:
 #: a send requesting one of them is not a first turn (``agent_identity.conversation.answered_before``)
 answered_contexts = SeenKeys()
+
+#: ``Agent Card name + NUL + contextId`` of every context this process answered a served A2A request in:
+#: a later request asking to continue one of them is one whose lost state is counted
+#: (:func:`serving_answered_before`)
+served_contexts = SeenKeys()
 
 #: contextId -> {serving agent name -> the agent conversation that served it last}
 served_conversations = DelegateContexts()

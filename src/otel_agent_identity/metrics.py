@@ -38,7 +38,8 @@ _DESCRIPTIONS = {
     CONVERSATION_CHANGES: "Continuity breaks (agent_identity.conversation.changed=true), by where they were seen",
     DELEGATE_RESTARTS: "Sends to a remote agent that started a new context where an earlier one was in effect "
     "in the same caller conversation",
-    STATE_NOT_RESUMED: "Agent runs serving an A2A request with a contextId that started from no prior state",
+    STATE_NOT_RESUMED: "Agent runs serving an A2A request to continue a contextId this process answered in "
+    "before that started from no prior state",
     DELEGATION_DUPLICATE_DELIVERIES: "Inbound A2A requests whose delegation this process already received",
     DELEGATION_DUPLICATE_EXECUTIONS: "Agent runs serving an inbound A2A request whose delegation this process "
     "already executed",

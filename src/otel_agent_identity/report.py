@@ -5,7 +5,10 @@
 Reads the spans the collector's ``agentidentity`` processor marked (``zipkin`` exporter), with
 Zipkin's API v2 only (``GET /api/v2/traces``, standard library HTTP). A trace belongs to the
 conversation of its earliest span carrying ``gen_ai.conversation.id`` (the entry agent's; the
-contextId an A2A hop asked to continue and the one the callee answered in are shown on the hop).
+contextId an A2A hop asked to continue and the one the callee answered in are shown on the hop),
+and so do its hops; when that id is itself the context of one of its hops (a caller with no agent
+run of its own, whose first send carries the first callee's context), each hop belongs to the
+conversation of the callee's: the context it asked to continue, else the one answered in.
 Per conversation: its turns (traces), the services its traces went through, every hop the processor
 judged (``agent_identity.hop.result``: flagged when ``agent_identity.hop.mismatch`` is true, the
 result then being the reason, ``context_changed`` or ``state_not_resumed``) and the duplicate
@@ -177,39 +180,58 @@ def conversations(traces: list[list[dict]]) -> list[Conversation]:
         tagged = sorted((s for s in spans if _tags(s).get(GEN_AI_CONVERSATION_ID)), key=lambda s: s.get("timestamp", 0))
         if not tagged:
             continue
-        conversation_id = _tags(tagged[0])[GEN_AI_CONVERSATION_ID]
-        conv = by_id.setdefault(conversation_id, Conversation(conversation_id))
-        conv.trace_ids.append(str(spans[0].get("traceId", "")))
-        conv.services = sorted(set(conv.services) | {svc for s in spans if (svc := _service(s))})
+        entry = _tags(tagged[0])[GEN_AI_CONVERSATION_ID]
+        hops = _hops(spans)
+        own = entry not in {h.asked or h.used for h in hops}  # the caller's own conversation, not a callee's
+        homes = {h.span_id: entry if own else (h.asked or h.used or entry) for h in hops}
         times = [int(s.get("timestamp", 0)) for s in spans if s.get("timestamp")]
-        if times:
-            conv.first_seen_us = min(times) if not conv.first_seen_us else min(conv.first_seen_us, min(times))
-            conv.last_seen_us = max(conv.last_seen_us, max(times))
-        by_id_span = {s.get("id"): s for s in spans}
-        for span in sorted(spans, key=lambda s: s.get("timestamp", 0)):
-            tags = _tags(span)
-            if HOP_RESULT not in tags:
-                continue
-            parent = by_id_span.get(span.get("parentId"), {})
-            asked, used = hop_conversations(tags)
-            conv.hops.append(
-                Hop(
-                    trace_id=str(span.get("traceId", "")),
-                    span_id=str(span.get("id", "")),
-                    caller=tags.get(HOP_CALLER_SERVICE),
-                    callee=_service(span),
-                    result=tags[HOP_RESULT],
-                    flagged=tags.get(HOP_MISMATCH) == "true",
-                    duplicate=tags.get(DELEGATION_DUPLICATE) == "true",
-                    asked=asked,
-                    used=used,
-                    resumed={"true": True, "false": False}.get(tags.get(HOP_CALLEE_RESUMED, "")),
-                    delegation_id=_tags(parent).get(DELEGATION_ID) or tags.get(DELEGATION_ID),
-                )
-            )
+        for conversation_id in [entry] if own else dict.fromkeys(homes.values()):
+            conv = by_id.setdefault(conversation_id, Conversation(conversation_id))
+            conv.trace_ids.append(str(spans[0].get("traceId", "")))
+            mine = [h for h in hops if homes[h.span_id] == conversation_id]
+            if own:  # every service of the trace
+                services = {svc for s in spans if (svc := _service(s))}
+            else:  # the services of its hops and of the spans that carry its id
+                services = {svc for h in mine for svc in (h.caller, h.callee) if svc}
+                services |= {
+                    svc for s in tagged if _tags(s)[GEN_AI_CONVERSATION_ID] == conversation_id and (svc := _service(s))
+                }
+            conv.services = sorted(set(conv.services) | services)
+            if times:
+                conv.first_seen_us = min(times) if not conv.first_seen_us else min(conv.first_seen_us, min(times))
+                conv.last_seen_us = max(conv.last_seen_us, max(times))
+            conv.hops += mine
     for conv in by_id.values():
         conv.trace_ids.sort()
     return sorted(by_id.values(), key=lambda c: (not (c.flagged or c.duplicates), -c.last_seen_us))
+
+
+def _hops(spans: list[dict]) -> list[Hop]:
+    """The judged hops of one trace's ``spans`` (Zipkin v2 span dicts), in time order."""
+    hops = []
+    by_id_span = {s.get("id"): s for s in spans}
+    for span in sorted(spans, key=lambda s: s.get("timestamp", 0)):
+        tags = _tags(span)
+        if HOP_RESULT not in tags:
+            continue
+        parent = by_id_span.get(span.get("parentId"), {})
+        asked, used = hop_conversations(tags)
+        hops.append(
+            Hop(
+                trace_id=str(span.get("traceId", "")),
+                span_id=str(span.get("id", "")),
+                caller=tags.get(HOP_CALLER_SERVICE),
+                callee=_service(span),
+                result=tags[HOP_RESULT],
+                flagged=tags.get(HOP_MISMATCH) == "true",
+                duplicate=tags.get(DELEGATION_DUPLICATE) == "true",
+                asked=asked,
+                used=used,
+                resumed={"true": True, "false": False}.get(tags.get(HOP_CALLEE_RESUMED, "")),
+                delegation_id=_tags(parent).get(DELEGATION_ID) or tags.get(DELEGATION_ID),
+            )
+        )
+    return hops
 
 
 def table(convs: list[Conversation], zipkin: str, since: str) -> str:

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import uuid
+
 import a2a_harness as h
+from a2a.types import Message as A2AMessage
+from a2a.types import Part, Role, SendMessageRequest
 
 
 def ServerProcess(service: str, shape: str, stream: bool = False, **env: str) -> h.SpecialistProcess:
@@ -19,3 +23,15 @@ def trace_hex(value) -> str:
 def span_hex(value) -> str:
     """A span id as 16 hex digits."""
     return value[2:] if isinstance(value, str) else format(value, "016x")
+
+
+async def send_text(client, context_id: str) -> str:
+    """One send of a text message by a2a-sdk ``client`` requesting ``context_id`` (empty: none);
+    returns the contextId the server answered in."""
+    message = A2AMessage(
+        role=Role.ROLE_USER, parts=[Part(text="hi")], message_id=uuid.uuid4().hex, context_id=context_id
+    )
+    answered = ""
+    async for event in client.send_message(SendMessageRequest(message=message)):
+        answered = getattr(getattr(event, event.WhichOneof("payload")), "context_id", "") or answered
+    return answered

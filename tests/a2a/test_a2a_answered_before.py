@@ -13,8 +13,7 @@ import uuid
 import httpx
 import pytest
 from a2a.client import ClientConfig, create_client
-from a2a.types import Message as A2AMessage
-from a2a.types import Part, Role, SendMessageRequest
+from a2a_test_support import send_text
 from agent_framework.a2a import A2AAgent
 from opentelemetry.trace import SpanKind
 
@@ -27,25 +26,14 @@ def _sends(exporter) -> list:
     return [s for s in exporter.get_finished_spans() if s.kind is SpanKind.CLIENT and s.name.startswith("invoke_agent")]
 
 
-async def _send(client, context_id: str) -> str:
-    """One send of ``context_id`` (empty: none); returns the contextId the server answered in."""
-    message = A2AMessage(
-        role=Role.ROLE_USER, parts=[Part(text="hi")], message_id=uuid.uuid4().hex, context_id=context_id
-    )
-    answered = ""
-    async for event in client.send_message(SendMessageRequest(message=message)):
-        answered = getattr(getattr(event, event.WhichOneof("payload")), "context_id", "") or answered
-    return answered
-
-
 async def test_client_minted_context_is_false_on_turn_1_and_true_after(instrumentor, exporter, specialist, new_context):
     minted = uuid.uuid4().hex
     async with httpx.AsyncClient(timeout=30) as http:
         config = ClientConfig(httpx_client=http, streaming=False)
         client = await create_client(specialist.url, client_config=config)
         other = await create_client(new_context.url, client_config=config)
-        answered = [await _send(client, minted), await _send(client, minted)]
-        elsewhere = await _send(other, minted)  # the same id, another endpoint: never answered there
+        answered = [await send_text(client, minted), await send_text(client, minted)]
+        elsewhere = await send_text(other, minted)  # the same id, another endpoint: never answered there
     assert answered == [minted, minted]  # ground truth: the server answered in the minted context
     assert elsewhere != minted  # this one answers in a new context: later sends there would say true for it
     assert [s.attributes.get(ANSWERED_BEFORE) for s in _sends(exporter)] == [False, True, False]
@@ -54,8 +42,8 @@ async def test_client_minted_context_is_false_on_turn_1_and_true_after(instrumen
 async def test_server_named_context_has_no_attribute_then_true(instrumentor, exporter, specialist):
     async with httpx.AsyncClient(timeout=30) as http:
         client = await create_client(specialist.url, client_config=ClientConfig(httpx_client=http, streaming=False))
-        first = await _send(client, "")
-        assert first and await _send(client, first) == first
+        first = await send_text(client, "")
+        assert first and await send_text(client, first) == first
     assert [s.attributes.get(ANSWERED_BEFORE) for s in _sends(exporter)] == [None, True]
 
 

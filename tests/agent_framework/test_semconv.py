@@ -4,9 +4,6 @@ spans we create, ``invoke_workflow`` for ``WorkflowAgent``, an execution id on a
 
 from __future__ import annotations
 
-import asyncio
-import socket
-
 import pytest
 from helpers import CONV, EXEC, agent_spans, by_execution, make_agent
 from opentelemetry.trace import SpanKind
@@ -92,27 +89,11 @@ async def test_plain_workflow_run_gets_one_execution_id(instrumentor, exporter, 
 # -- A2AAgent against a real a2a-sdk server (in process, 127.0.0.1) --------------------------------
 @pytest.fixture
 async def specialist_url():
-    import uvicorn
+    import a2a_harness
     from specialist import build_app
 
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    sock.close()
-    url = f"http://127.0.0.1:{port}/"
-    server = uvicorn.Server(
-        uvicorn.Config(
-            build_app(url, "specialist", stream=True), host="127.0.0.1", port=port, log_level="warning", lifespan="off"
-        )
-    )
-    task = asyncio.create_task(server.serve())
-    while not server.started:
-        if task.done():
-            task.result()
-        await asyncio.sleep(0.02)
-    yield url
-    server.should_exit = True
-    await task
+    async with a2a_harness.serving_in_loop(lambda url: build_app(url, "specialist", stream=True)) as url:
+        yield url
 
 
 @pytest.mark.parametrize("stream", [False, True])

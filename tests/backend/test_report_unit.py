@@ -171,3 +171,80 @@ def test_the_names_the_report_reads_are_rows_of_the_attribute_table():
         v for k, v in vars(report).items() if k.isupper() and isinstance(v, str) and v.startswith("agent_identity.")
     ]
     assert names and all(f"| `{name}` |" in table for name in names)
+
+
+def test_a_caller_without_a_run_of_its_own_gets_one_row_per_callee_conversation():
+    """A supervisor with no agent run talks to billing and to shipping in one trace: its first send
+    carries billing's context (the trace's earliest conversation id); each hop is filed under the
+    context it asked to continue, each conversation gets its row, shipping's flagged hop under its own."""
+
+    def span(span_id, service, **tags):
+        return {
+            "traceId": "a" * 32,
+            "id": span_id,
+            "parentId": "1" if span_id != "1" else None,
+            "timestamp": int(span_id) * 10,
+            "tags": tags,
+            "localEndpoint": {"serviceName": service},
+        }
+
+    billing, shipping = "d1e5" + "0" * 28, "b18c" + "0" * 28
+    trace = [
+        span("2", "supervisor", **{"gen_ai.conversation.id": billing, "agent_identity.delegation.id": "del-b"}),
+        span(
+            "3",
+            "billing",
+            **{
+                "gen_ai.conversation.id": billing,
+                "agent_identity.hop.result": "continued",
+                "agent_identity.hop.mismatch": "false",
+                "agent_identity.hop.caller.service.name": "supervisor",
+            },
+        ),
+        span("4", "supervisor", **{"gen_ai.conversation.id": shipping, "agent_identity.delegation.id": "del-s"}),
+        span(
+            "5",
+            "shipping",
+            **{
+                "gen_ai.conversation.id": shipping,
+                "agent_identity.hop.result": "state_not_resumed",
+                "agent_identity.hop.mismatch": "true",
+                "agent_identity.hop.requested_id": shipping,
+                "agent_identity.hop.caller.service.name": "supervisor",
+                "agent_identity.hop.callee.resumed": "false",
+            },
+        ),
+    ]
+    trace[1]["parentId"], trace[3]["parentId"] = "2", "4"
+    convs = {c.id: c for c in report.conversations([trace])}
+    assert set(convs) == {billing, shipping}
+    assert [(h.callee, h.result) for h in convs[billing].hops] == [("billing", "continued")]
+    assert [(h.callee, h.result, h.flagged) for h in convs[shipping].hops] == [("shipping", "state_not_resumed", True)]
+    assert convs[billing].services == ["billing", "supervisor"] and convs[shipping].services == [
+        "shipping",
+        "supervisor",
+    ]
+    assert convs[billing].trace_ids == convs[shipping].trace_ids == ["a" * 32]
+    text = report.table(list(convs.values()), "http://zipkin", "1h")
+    assert f"\n{shipping}:\n  flagged   trace {'a' * 32}  supervisor -> shipping: state_not_resumed" in text
+    assert f"\n{billing}:" not in text  # nothing broke there
+    rows = [line.split()[0] for line in text.splitlines()[2:] if line and not line.startswith((" ", "\n"))]
+    assert sorted(rows[:2]) == sorted([billing, shipping])
+
+
+def test_a_caller_with_its_own_conversation_keeps_its_hops_whatever_their_contexts():
+    trace = [
+        {"traceId": "a" * 32, "id": "1", "timestamp": 1, "tags": {"gen_ai.conversation.id": "own"}},
+        *(
+            {
+                "traceId": "a" * 32,
+                "id": str(i),
+                "parentId": "1",
+                "timestamp": i,
+                "tags": {"agent_identity.hop.result": "first_turn", "agent_identity.hop.callee.conversation.id": ctx},
+            }
+            for i, ctx in ((2, "ctx-a"), (3, "ctx-b"))
+        ),
+    ]
+    (conv,) = report.conversations([trace])
+    assert conv.id == "own" and [h.used for h in conv.hops] == ["ctx-a", "ctx-b"]

@@ -173,7 +173,7 @@ def start_server_span(tracer: trace.Tracer, handler: Any, params: Any, call_cont
         ctx = _inbound(span, headers, trace.set_span_in_context(span, parent))
     message = getattr(params, "message", None)
     ctx = _served_delegation(span, message, name, ctx)
-    ctx = continuity.with_serving_requested(ctx, facts.requested_context(message), span)
+    ctx = continuity.with_serving_requested(ctx, facts.requested_context(message), span, name)
     if box is not None:
         box.clear()  # taken: the request's owner ends it (until here the dispatcher's wrapper would)
     return span, ctx
@@ -206,13 +206,13 @@ def observe(span: Any, event: Any, requested: str | None = None, ctx: Any = None
     context answered in: :func:`otel_agent_identity.continuity.served_context`)."""
     try:
         seen = facts.event_facts(event)
+        if ctx is not None and seen.get("context_id"):  # sampled or not: the process answered in it
+            continuity.served_context(ctx, seen["context_id"])
         if not span.is_recording():
             return
         span.set_attributes(facts.event_attributes(seen))
         facts.mark_failed_task(span, seen)
         if seen.get("context_id"):
-            if ctx is not None:
-                continuity.served_context(ctx, seen["context_id"])
             set_ids(span, {attrs.GEN_AI_CONVERSATION_ID: seen["context_id"]})
             if facts.mark_changed(span, requested, seen["context_id"]):
                 metrics.count(
