@@ -136,6 +136,8 @@ MODULES = r"""
 import sys
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # what the launcher and contrib load
+import asyncio, importlib.metadata  # stdlib the launcher loads (wrapt's asyncio, the distro's entry points);
+# opentelemetry-instrumentation >= 0.62 imports both itself, 0.61b0 (the oldest leg) does not
 provider = TracerProvider()
 bare = set(sys.modules)
 import otel_agent_identity
