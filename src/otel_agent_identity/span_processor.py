@@ -107,7 +107,7 @@ def stamp(span: Any, scope: Any) -> None:
         values, theirs = scope.attributes, span.attributes
         if not theirs:
             if not write(span, values, True):
-                _set(span, values)
+                _set_public(span, values)
         elif not span.dropped_attributes:
             if not theirs.keys().isdisjoint(values):
                 values = {k: v for k, v in values.items() if k not in theirs}
@@ -140,8 +140,12 @@ def _set(span: Any, values: Mapping[str, Any], trusted: bool = False) -> None:
     nothing more (:mod:`._sdk_private`), else as ``set_attribute`` per key for one or two values
     (the SDK also cleans the mapping of ``set_attributes`` as a whole: ~8 K instructions, ~0.08
     bare span, a call). ``trusted``: through the span's class (see :func:`set_trusted`)."""
-    if write(span, values):
-        return
+    if not write(span, values):
+        _set_public(span, values, trusted)
+
+
+def _set_public(span: Any, values: Mapping[str, Any], trusted: bool = False) -> None:
+    """:func:`_set` on the SDK's public API only (the private write declined, or was tried already)."""
     cls = type(span) if trusted else None
     if len(values) > 2:
         if cls is None:
