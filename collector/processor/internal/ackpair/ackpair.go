@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/batchpersignal"
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
@@ -134,32 +135,12 @@ func (r *Registry) notPassed(entries map[pcommon.TraceID]pcommon.SpanID, req *re
 }
 
 // only returns a copy of td's spans of the traces in keep, with their
-// resource and scope.
+// resource and scope (contrib's batchpersignal split, the kept ones joined).
 func only(td ptrace.Traces, keep map[pcommon.TraceID]bool) ptrace.Traces {
 	out := ptrace.NewTraces()
-	for _, rs := range td.ResourceSpans().All() {
-		var nrs ptrace.ResourceSpans
-		hasRS := false
-		for _, ss := range rs.ScopeSpans().All() {
-			var dst ptrace.SpanSlice
-			hasSS := false
-			for _, span := range ss.Spans().All() {
-				if !keep[span.TraceID()] {
-					continue
-				}
-				if !hasRS {
-					nrs, hasRS = out.ResourceSpans().AppendEmpty(), true
-					rs.Resource().CopyTo(nrs.Resource())
-					nrs.SetSchemaUrl(rs.SchemaUrl())
-				}
-				if !hasSS {
-					nss := nrs.ScopeSpans().AppendEmpty()
-					ss.Scope().CopyTo(nss.Scope())
-					nss.SetSchemaUrl(ss.SchemaUrl())
-					dst, hasSS = nss.Spans(), true
-				}
-				span.CopyTo(dst.AppendEmpty())
-			}
+	for _, one := range batchpersignal.SplitTraces(td) {
+		if keep[one.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0).TraceID()] {
+			one.ResourceSpans().MoveAndAppendTo(out.ResourceSpans())
 		}
 	}
 	return out
