@@ -26,9 +26,7 @@ def handler(tracer_provider, exporter):
 
 
 def _start(handler, rule=None):
-    return handler.start(
-        framework="test", agent=object(), session=None, args=(), kwargs={}, rule=rule, span=SpanSpec("invoke_agent t")
-    )
+    return handler.start("test", object(), None, (), {}, rule=rule, span=SpanSpec("invoke_agent t"))
 
 
 def _spans(exporter, name):

@@ -28,9 +28,7 @@ def handler(tracer_provider, exporter):
 
 
 def _run(handler, wrapped, *args):
-    run = handler.start(
-        framework="test", agent=object(), session=None, args=args, kwargs={}, span=SpanSpec("invoke_agent t")
-    )
+    run = handler.start("test", object(), None, args, {}, span=SpanSpec("invoke_agent t"))
     return run, run.call(wrapped, args, {})
 
 
@@ -179,9 +177,7 @@ async def test_finish_when_done_ends_with_the_task(handler, exporter):
         await gate.wait()
         return _seen()
 
-    run = handler.start(
-        framework="test", agent=object(), session=None, args=(), kwargs={}, span=SpanSpec("invoke_agent t")
-    )
+    run = handler.start("test", object(), None, (), {}, span=SpanSpec("invoke_agent t"))
     tokens = run.enter()
     try:
         task = asyncio.create_task(work())  # the task copies the run's scope
@@ -200,9 +196,7 @@ async def test_finish_when_done_records_the_task_error(handler, exporter):
     async def work():
         raise RuntimeError("down")
 
-    run = handler.start(
-        framework="test", agent=object(), session=None, args=(), kwargs={}, span=SpanSpec("invoke_agent t")
-    )
+    run = handler.start("test", object(), None, (), {}, span=SpanSpec("invoke_agent t"))
     task = asyncio.create_task(work())
     run.finish_when_done(task)
     with pytest.raises(RuntimeError):
@@ -244,14 +238,7 @@ async def test_finish_when_done_gives_the_result_to_on_end_only_on_success(handl
         seen.append(res)
         return {"test.last": res.last}
 
-    run = handler.start(
-        framework="test",
-        agent=object(),
-        session=None,
-        args=(),
-        kwargs={},
-        span=SpanSpec("invoke_agent t", on_end=on_end),
-    )
+    run = handler.start("test", object(), None, (), {}, span=SpanSpec("invoke_agent t", on_end=on_end))
     task = asyncio.create_task(work())
     run.finish_when_done(task, result)
     if outcome == "cancelled":
@@ -274,24 +261,17 @@ async def test_on_end_reads_the_awaited_result_and_its_failure_does_not_break_th
         raise KeyError("broken on_end")
 
     run = handler.start(
-        framework="test",
-        agent=object(),
-        session=None,
-        args=(),
-        kwargs={},
+        "test",
+        object(),
+        None,
+        (),
+        {},
         span=SpanSpec("invoke_agent t", on_end=lambda res: {"test.answer": res["answer"]}),
     )
     assert await run.call(work, (), {}) == {"answer": 42}
     assert _agent_span(exporter).attributes["test.answer"] == 42
     exporter.clear()
-    run = handler.start(
-        framework="test",
-        agent=object(),
-        session=None,
-        args=(),
-        kwargs={},
-        span=SpanSpec("invoke_agent t", on_end=on_end),
-    )
+    run = handler.start("test", object(), None, (), {}, span=SpanSpec("invoke_agent t", on_end=on_end))
     assert await run.call(work, (), {}) == {"answer": 42}  # the application's result, untouched
     assert _agent_span(exporter).end_time is not None
 

@@ -93,12 +93,13 @@ class RunHandler:
 
     def start(
         self,
-        *,
         framework: str,
         agent: Any,
         session: Any,
         args: tuple,
         kwargs: dict,
+        /,
+        *,
         rule: Extractor | None = None,
         span: SpanSpec | None = None,
         run_id: str | None = None,
@@ -112,6 +113,10 @@ class RunHandler:
         (``suppress_instrumentation``): the caller then runs the original, bare.
 
         Args:
+            framework: the adapter's ``NAME`` (extractors see it as ``call.framework``; a metric label).
+            agent: the framework's agent, workflow or client object the run belongs to.
+            session: what the adapter read for the conversation id (given to ``rule``).
+            args, kwargs: the wrapped call's arguments (given to extractors).
             span: create this span; None when the framework emits its own ``invoke_agent`` span,
                 which is then enriched.
             run_id: the framework's own run id (becomes ``agent_identity.execution.id``).

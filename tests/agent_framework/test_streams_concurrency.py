@@ -143,12 +143,7 @@ async def test_async_generator_closed_early_ends_our_span_now_without_error(inst
             yield i
 
     run = instrumentor._handler.start(
-        framework="test",
-        agent=object(),
-        session=None,
-        args=(),
-        kwargs={},
-        span=SpanSpec("invoke_agent remote", SpanKind.CLIENT),
+        "test", object(), None, (), {}, span=SpanSpec("invoke_agent remote", SpanKind.CLIENT)
     )
     stream = run.call(events, (), {})
     assert await stream.__anext__() == 0

@@ -264,11 +264,11 @@ def _run_wrapper(handler: RunHandler, kind: str):
             try:
                 session = kwargs.get("session")
                 run = handler.start(
-                    framework=NAME,
-                    agent=instance,
-                    session=session,
-                    args=args,
-                    kwargs=kwargs,
+                    NAME,
+                    instance,
+                    session,
+                    args,
+                    kwargs,
                     rule=session_rule,
                     span=None if _observability.OBSERVABILITY_SETTINGS.ENABLED else _span_spec(instance, kind),
                     resumed=resumed_state(instance, session),
@@ -287,11 +287,11 @@ def _run_wrapper(handler: RunHandler, kind: str):
         try:
             delegation_id = new_delegation_id(_last_message_id(args, kwargs)) if kind == "a2a" else None
             run = handler.start(
-                framework=NAME,
-                agent=instance,
-                session=kwargs.get("session"),
-                args=args,
-                kwargs=kwargs,
+                NAME,
+                instance,
+                kwargs.get("session"),
+                args,
+                kwargs,
                 rule=None if kind == "a2a" else session_rule,
                 span=_span_spec(instance, kind),
                 delegation_id=delegation_id,
@@ -312,7 +312,7 @@ def _workflow_run(handler: RunHandler, wrapped, instance, args, kwargs):
         outer = current_scope()
         if outer is not None and getattr(outer.owner, "workflow", None) is instance:
             return wrapped(*args, **kwargs)  # part of that WorkflowAgent's run
-        run = handler.start(framework=NAME, agent=instance, session=None, args=args, kwargs=kwargs, claim=False)
+        run = handler.start(NAME, instance, None, args, kwargs, claim=False)
     except Exception:
         run = None
     return call_in(run, wrapped, args, kwargs)

@@ -179,15 +179,15 @@ def _run_wrapper(handler: RunHandler, kind: str, method: str, sig: _Signature):
                     else:
                         call_kwargs = {**kwargs, "run_id": run_id}
             run = handler.start(
-                framework=NAME,
-                agent=instance,
-                session=session_id,
-                args=args,
-                kwargs=kwargs,
+                NAME,
+                instance,
+                session_id,
+                args,
+                kwargs,
                 rule=session_rule,
                 span=_span_spec(instance, kind),
                 run_id=run_id if isinstance(run_id, str) else None,
-                recheck=not (isinstance(session_id, str) and session_id),  # a given session id stays
+                recheck=not (isinstance(session_id, str) and session_id),
             )
             runner = run
             if run is not None and kind == "agent":

@@ -123,7 +123,7 @@ def _wrapper(handler: RunHandler, facts):
             run = None
             if known is not None:
                 later = known.pop("later", False)
-                run = handler.start(framework=NAME, args=args, kwargs=kwargs, **known)
+                run = handler.start(NAME, known.pop("agent"), known.pop("session"), args, kwargs, **known)
                 if run is not None and later:
                     run.resumed_later()
         except Exception:

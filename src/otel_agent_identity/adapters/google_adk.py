@@ -104,11 +104,11 @@ def _run_wrapper(handler: RunHandler):
                 session_id = getattr(kwargs.get("session"), "id", None)
             invocation_id = kwargs.get("invocation_id")
             run = handler.start(
-                framework=NAME,
-                agent=getattr(instance, "agent", None),
-                session=session_id,
-                args=args,
-                kwargs=kwargs,
+                NAME,
+                getattr(instance, "agent", None),
+                session_id,
+                args,
+                kwargs,
                 rule=session_rule,
                 span=None,
                 run_id=invocation_id if type(invocation_id) is str else None,

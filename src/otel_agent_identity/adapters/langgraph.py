@@ -216,15 +216,7 @@ def _start(handler: RunHandler, instance: Any, args: tuple, kwargs: dict) -> Any
             if type(session) is not str and session is not None:
                 session = _as_id(session)
         run = handler.start(
-            framework=NAME,
-            agent=instance,
-            session=session,
-            args=args,
-            kwargs=kwargs,
-            rule=rule,
-            span=_span_spec(instance),
-            run_id=run_id,
-            recheck=False,  # the thread id comes from the call's config: it cannot change during the run
+            NAME, instance, session, args, kwargs, rule=rule, span=_span_spec(instance), run_id=run_id, recheck=False
         )
         if run is not None:
             run.resumed_later()  # the loop's checkpoint read tells (_first_wrapper)

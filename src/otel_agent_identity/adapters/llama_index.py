@@ -221,17 +221,17 @@ def _start(handler: RunHandler, workflow: Any, args: tuple, kwargs: dict):
     else:  # the common case: the id read here, no attribute read of the memory in the run core
         session, rule = memory_rule(workflow, memory, None), _given
     run = handler.start(
-        framework=NAME,
-        agent=workflow,
-        session=session,
-        args=args,
-        kwargs=kwargs,
+        NAME,
+        workflow,
+        session,
+        args,
+        kwargs,
         rule=rule,
         span=_span_spec(workflow, kind),
         run_id=run_id if type(run_id) is str else None,
         resumed=resumed,
         agent_step=_own_step if own else _no_step,
-        recheck=False,  # the memory is the call's own: its id cannot change during the run
+        recheck=False,
     )
     if run is not None and resumed is None and kind != "workflow":
         run.resumed_later()  # the framework's set-up of the run's context tells (_init_context_wrapper)

@@ -163,11 +163,11 @@ def _begin(handler: RunHandler, args: tuple, kwargs: dict):
     resumed = resumed_at_start(args, kwargs)
     # without a session the id comes from the call's own arguments: no after-run check needed
     run = handler.start(
-        framework=NAME,
-        agent=agent,
-        session=session,
-        args=args,
-        kwargs=kwargs,
+        NAME,
+        agent,
+        session,
+        args,
+        kwargs,
         rule=conversation_rule,
         span=_spec_for(agent),
         recheck=session is not None,

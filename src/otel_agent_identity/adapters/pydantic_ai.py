@@ -136,16 +136,16 @@ def _open_wrapper(handler: RunHandler):
             native = getattr(deps, "instrumentation_settings", None) is not None
             run_id = state.run_id
             run = handler.start(
-                framework=NAME,
-                agent=agent,
-                session=state.conversation_id,
-                args=(),
-                kwargs={},
+                NAME,
+                agent,
+                state.conversation_id,
+                (),
+                {},
                 rule=conversation_rule,
                 span=None if native else _spec_for(agent),
                 run_id=run_id if type(run_id) is str else None,
                 resumed=bool(state.message_history),
-                recheck=False,  # the id is resolved: it does not change during the run
+                recheck=False,
             )
         except Exception:
             run = None

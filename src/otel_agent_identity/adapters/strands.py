@@ -109,11 +109,11 @@ def _run_wrapper(handler: RunHandler, kind: str):
                 session, span = session_id_of(instance), None
                 resumed = resumed_at_start(instance, args, kwargs) if kind == "agent" else None
             run = handler.start(
-                framework=NAME,
-                agent=instance,
-                session=session,
-                args=args,
-                kwargs=kwargs,
+                NAME,
+                instance,
+                session,
+                args,
+                kwargs,
                 rule=session_rule,
                 span=span,
                 delegation_id=new_delegation_id() if delegated or kind == "a2a" else None,

@@ -140,16 +140,7 @@ def _begin_send(handler: RunHandler, client: Any, args: tuple, kwargs: dict):
         extra=request_attrs,
     )
     spec.on_error = seen.cancelled
-    run = handler.start(
-        framework=NAME,
-        agent=client,
-        session=target,
-        args=args,
-        kwargs=kwargs,
-        rule=context_rule,
-        span=spec,
-        delegation_id=did,
-    )
+    run = handler.start(NAME, client, target, args, kwargs, rule=context_rule, span=spec, delegation_id=did)
     if run is None:
         return None
     kwargs["context"] = inject_trace_context(kwargs.get("context"), trace.set_span_in_context(run.span))
