@@ -114,7 +114,8 @@ def _restoring(args: tuple, kwargs: dict) -> bool:
 
 def _wrapper(handler: RunHandler, facts):
     """A wrapt wrapper that runs the call as one run: ``facts(instance, args, kwargs)`` gives
-    ``handler.start``'s keyword arguments (``later=True``: ``resumed`` is learnt later), or None for
+    the run's ``agent`` and ``session`` and ``handler.start``'s keyword arguments (``later=True``:
+    ``resumed`` is learnt later), or None for
     a call that is no run of its own (it runs bare, as on any error of ours)."""
 
     def wrapper(wrapped, instance, args, kwargs):
