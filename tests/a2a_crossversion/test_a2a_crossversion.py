@@ -64,6 +64,7 @@ WANT_0_3 = {  # the a2a-sdk 0.3 servers
     "strands-session": ["first_turn", "continued"],
     "strands-memory": ["first_turn", "state_not_resumed"],
     "crewai": ["first_turn", "state_not_resumed"],
+    "crewai-flow": ["first_turn", "continued"],
 }
 WANT_1_X = {  # a2a-sdk 1.x servers serving 0.3 too (examples/specialist.py --v03)
     "af-session": ["first_turn", "continued"],
@@ -101,6 +102,8 @@ def world(tmp_path_factory):
             )
             replicas += [start("strands_specialist.py", f"strands-{shape}", STRANDS_PY, *args) for _ in range(2)]
         urls["crewai"] = start("crewai_specialist.py", "crewai", CREWAI_PY)
+        flows = ("--shape", "flow", "--storage", str(work))
+        urls["crewai-flow"] = start("crewai_specialist.py", "crewai-flow", CREWAI_PY, *flows)
         urls["af-session"] = start("specialist.py", "af-session", None, "--shape", "session-local", "--v03")
         urls["af-forgets"] = start("specialist.py", "af-forgets", None, "--shape", "a2a-executor", "--v03")
         yield collector, urls, truth
@@ -116,9 +119,13 @@ def _judged(collector, traces: set[str]) -> list[h.Span]:
     return cs.wait_for(ready, 120, "a verdict on every hop")
 
 
-def _check(collector, truth_file: Path, records: list[dict], caller: str) -> dict[str, list[str]]:
+def _check(
+    collector, truth_file: Path, records: list[dict], caller: str, streamed: bool | None = None
+) -> dict[str, list[str]]:
     """Per callee, the collector's verdicts on ``records`` (turn order); asserts each equals its
-    ground truth (and its mismatch flag), and that every hop is from ``caller`` to our callee."""
+    ground truth (and its mismatch flag), that every hop is from ``caller`` to our callee, and, when
+    ``streamed`` is given, that the caller sent over the streaming method exactly then (CrewAI's
+    client and Strands' ``A2AAgent`` stream whenever the card allows)."""
     spans = _judged(collector, {rec["trace_id"] for rec in records})
     by_id = {s.span_id: s for s in spans}
     truth = h.read_truth(truth_file)
@@ -137,25 +144,35 @@ def _check(collector, truth_file: Path, records: list[dict], caller: str) -> dic
         assert (
             send is not None and send.service == caller and send.attributes["a2a.protocol.version"] in ("0.3", "0.3.0")
         )
+        method = send.attributes.get("a2a.method.name")
+        if streamed is not None:
+            assert method == ("SendStreamingMessage" if streamed else "SendMessage"), (rec, send.attributes)
+        served = [s for s in spans if s.trace_id == rec["trace_id"] and s.service == rec["callee"] and s.kind == 2]
+        assert method in {s.attributes.get("a2a.method.name") for s in served}, (rec, [s.name for s in served])
         # a turn 2 sent to the URL that answered turn 1 (a load balancer's) says so: judged in any order
         assert send.attributes.get("agent_identity.conversation.answered_before") is (bool(rec["requested"]) or None)
         got.setdefault(rec["callee"], []).append(a[RESULT])
     return got
 
 
-@pytest.mark.parametrize("direct", [False, True], ids=["af_a2a_agent", "a2a_sdk_1x_client"])
-def test_1x_callers_judged_right_on_0_3_strands_and_crewai(world, direct):
+@pytest.mark.parametrize(
+    ("direct", "stream"),
+    [(False, False), (True, False), (False, True), (True, True)],
+    ids=["af_a2a_agent", "a2a_sdk_1x_client", "af_a2a_agent_stream", "a2a_sdk_1x_client_stream"],
+)
+def test_1x_callers_judged_right_on_0_3_strands_and_crewai(world, direct, stream):
     """a2a-sdk 1.x -> 0.3: Agent Framework's ``A2AAgent`` and a direct 1.x client continue the
-    contextId they were answered in; Strands' session replicas continue, its memory replicas and
-    CrewAI's helper forget."""
+    contextId they were answered in, unstreamed (``message/send``) and streamed (``message/stream``:
+    the 0.3 cards say ``streaming``); Strands' session replicas and CrewAI's persisted Flow
+    continue, Strands' memory replicas and CrewAI's helper forget."""
     collector, urls, truth = world
     callees = [(name, urls[name]) for name in WANT_0_3]
-    records, _ = h.run_orchestrator(callees, collector.endpoint, turns=TURNS, direct=direct, card=True)
+    records, _ = h.run_orchestrator(callees, collector.endpoint, turns=TURNS, direct=direct, card=True, stream=stream)
     assert not [r for r in records if r["error"]], records
     for rec in records:
         rec["callee"] = rec["specialist"]
         assert (rec["requested"] is None) is (rec["turn"] == 1) and rec["answered"], rec
-    assert _check(collector, truth, records, "orchestrator") == WANT_0_3
+    assert _check(collector, truth, records, "orchestrator", streamed=stream) == WANT_0_3
 
 
 def test_crewai_client_judged_right_on_strands_and_crewai(world):
@@ -215,13 +232,36 @@ def test_strands_a2a_agent_starts_a_new_remote_conversation_every_call(world):
         assert sends[1]["agent_identity.conversation.previous_id"] == sends[0]["gen_ai.conversation.id"]
 
 
+@pytest.mark.parametrize("callee", ["af-session", "af-forgets"])
+def test_strands_a2a_0_3_client_continues_on_1x_servers(world, callee):
+    """A Strands app whose tool sends with a2a-sdk 0.3's own client (``examples/strands_app.py --via
+    client``, the way a Strands app continues a remote conversation: its ``A2AAgent`` sends no
+    contextId) passes the contextId it was answered in on turn 2: 0.3 -> 1.x (Agent Framework on
+    a2a-sdk 1.x serving 0.3), one callee that keeps a session per contextId, one that forgets."""
+    collector, urls, truth = world
+    cmd = [str(Path(STRANDS_PY).with_name("opentelemetry-instrument")), STRANDS_PY]
+    cmd += [str(h.EXAMPLES / "strands_app.py"), "--specialist", urls[callee], "--via", "client"]
+    cmd += ["--conversation", f"client-{callee}", "--turns", str(TURNS)]
+    done = subprocess.run(
+        cmd, env=h.otel_env("strands-client", collector.endpoint), capture_output=True, text=True, timeout=180
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith('{"session"')]
+    records = [{**rec, "callee": callee, "answered": rec["context_id"]} for rec in lines]
+    assert len(records) == TURNS and records[1]["requested"] == records[0]["context_id"], records
+    assert _check(collector, truth, records, "strands-client", streamed=False) == {callee: WANT_1_X[callee]}
+
+
 def test_hops_and_mismatches_counted(world):
     """After the callers (module order): the collector's Prometheus counters agree with its verdict
     spans, per caller and callee: every hop once in ``agent_identity_hops{result}``, every
     ``state_not_resumed`` once in ``agent_identity_mismatches``."""
     collector, _, _ = world
     hops = h.hop_spans(h.read_spans(collector.spans_file))
-    assert len(hops) == TURNS * (2 * len(WANT_0_3) + len(WANT_0_3) + len(WANT_1_X) + len(A2A_AGENT_CALLEES))
+    one_x_callers, strands_client_callees = 4, 2  # the parametrized tests' runs
+    assert len(hops) == TURNS * (
+        one_x_callers * len(WANT_0_3) + len(WANT_0_3) + len(WANT_1_X) + len(A2A_AGENT_CALLEES) + strands_client_callees
+    )
     want = Counter(
         (s.attributes["agent_identity.hop.caller.service.name"], s.service, s.attributes[RESULT]) for s in hops
     )
