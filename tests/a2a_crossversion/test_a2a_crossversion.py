@@ -2,29 +2,35 @@
 (shipped single-node config): each agent in its own venv, as a subprocess under its own launcher.
 
 - a2a-sdk 1.x callers (``.venv``, ``examples/orchestrator.py``: Agent Framework ``A2AAgent`` built
-  from the card, and a direct a2a-sdk 1.x client) talk A2A 0.3 to the 0.3 servers: a2a-sdk 1.x picks
-  its 0.3 JSON-RPC transport from a card whose ``protocolVersion`` is 0.3 (``a2a.compat.v0_3``);
+  from the card, and a direct a2a-sdk 1.x client, each unstreamed and streamed: ``--stream``) talk
+  A2A 0.3 (``message/send``, ``message/stream``) to the 0.3 servers: a2a-sdk 1.x picks its 0.3
+  JSON-RPC transport from a card whose ``protocolVersion`` is 0.3 (``a2a.compat.v0_3``);
 - Strands' ``A2AServer`` (a2a-sdk 0.3, ``.venv-strands``, ``examples/strands_specialist.py``), two
   replicas behind a round-robin load balancer (``a2a_harness.load_balancer``: turn 2 goes to the
   other replica; the Agent Card gives the balancer's URL):
   ``session`` (a ``FileSessionManager`` keyed by the contextId, one store shared by the replicas:
   turn 2 on the other replica restores turn 1, it continues) and ``memory`` (no session manager:
   the other replica has never seen the context, it forgets);
-- CrewAI's executor helper serving (``crewai.a2a.utils.task.execute`` in an a2a-sdk 0.3 executor,
-  ``.venv-crewai``, ``examples/crewai_specialist.py``): a fresh ``Task`` per request, it forgets;
+- CrewAI serving (an a2a-sdk 0.3 executor, ``.venv-crewai``, ``examples/crewai_specialist.py``):
+  ``crewai`` runs CrewAI's executor helper (``crewai.a2a.utils.task.execute``: a fresh ``Task`` per
+  request, it forgets); ``crewai-flow`` a conversational ``Flow`` persisted with ``@persist``, a fresh
+  instance per request, ``handle_turn(session_id=contextId)``: CrewAI restores turn 1, it continues;
 - Agent Framework agents on a2a-sdk 1.x serving A2A 0.3 too (``.venv``, ``examples/specialist.py
   --v03``: a2a-sdk 1.x's ``enable_v0_3_compat``): ``af-session`` keeps a session per contextId,
   ``af-forgets`` (``A2AExecutor``) starts a new one per request;
 - CrewAI's A2A client (``execute_a2a_delegation``, a2a-sdk 0.3, ``.venv-crewai``,
   ``examples/crewai_a2a_app.py``) sending the contextId it was answered in, to all of them (0.3 ->
-  0.3 and 0.3 -> 1.x).
+  0.3 and 0.3 -> 1.x; it streams, every card says ``streaming``);
+- a Strands app's tool sending with a2a-sdk 0.3's own client and the contextId it was answered in
+  (``.venv-strands``, ``examples/strands_app.py --via client``) to the 1.x servers (0.3 -> 1.x).
 
 Ground truth: each callee's model records how many messages of the conversation it really saw,
 per trace. Every hop's verdict must equal it, both ways: turn 1 ``first_turn``, turn 2 ``continued``
 when the model saw turn 1, ``state_not_resumed`` (flagged, counted in ``agent_identity_mismatches``)
-when it did not. Strands' own ``A2AAgent`` (``examples/strands_app.py --via a2a-agent``) never
-sends a contextId: every call is a new remote conversation, ``first_turn`` each time, the restart
-visible on the caller's send span (``agent_identity.conversation.previous_id``).
+when it did not; the callee's ``agent_identity.conversation.resumed`` must say the same. Strands'
+own ``A2AAgent`` (``examples/strands_app.py --via a2a-agent``) never sends a contextId: every call
+is a new remote conversation, ``first_turn`` each time, the restart visible on the caller's send
+span (``agent_identity.conversation.previous_id``).
 
 Needs the collector (``AGENT_IDENTITY_COLLECTOR``) and the Strands and CrewAI venvs' interpreters
 (``AGENT_IDENTITY_STRANDS_PYTHON``, ``AGENT_IDENTITY_CREWAI_PYTHON``): ``make test-a2a-crossversion``.
@@ -59,6 +65,7 @@ pytestmark = [
 ]
 TURNS = 2
 RESULT, MISMATCH = "agent_identity.hop.result", "agent_identity.hop.mismatch"
+RESUMED = "agent_identity.conversation.resumed"
 # callee -> the verdicts its turns call for (the ground truth must say the same: checked too)
 WANT_0_3 = {  # the a2a-sdk 0.3 servers
     "strands-session": ["first_turn", "continued"],
@@ -138,6 +145,9 @@ def _check(
         assert a.get(MISMATCH) is (want == "state_not_resumed"), a
         assert a["agent_identity.hop.caller.service.name"] == caller and hop.service == rec["callee"], (rec, a)
         assert "agent_identity.hop.callee.kind" not in a, a  # judged from our callee's own spans
+        saw_before = any(n > 1 for n in truth[rec["trace_id"]])  # the callee's run says what its model saw
+        callee_spans = [s for s in spans if s.trace_id == rec["trace_id"] and s.service == rec["callee"]]
+        assert {s.attributes[RESUMED] for s in callee_spans if RESUMED in s.attributes} == {saw_before}, rec
         send = by_id.get(hop.parent_id)  # the caller's send span: the wire spoke A2A 0.3
         while send is not None and "a2a.protocol.version" not in send.attributes:
             send = by_id.get(send.parent_id)
@@ -147,8 +157,8 @@ def _check(
         method = send.attributes.get("a2a.method.name")
         if streamed is not None:
             assert method == ("SendStreamingMessage" if streamed else "SendMessage"), (rec, send.attributes)
-        served = [s for s in spans if s.trace_id == rec["trace_id"] and s.service == rec["callee"] and s.kind == 2]
-        assert method in {s.attributes.get("a2a.method.name") for s in served}, (rec, [s.name for s in served])
+        served = {s.attributes.get("a2a.method.name") for s in callee_spans if s.kind == 2}
+        assert method in served, (rec, served)
         # a turn 2 sent to the URL that answered turn 1 (a load balancer's) says so: judged in any order
         assert send.attributes.get("agent_identity.conversation.answered_before") is (bool(rec["requested"]) or None)
         got.setdefault(rec["callee"], []).append(a[RESULT])
