@@ -203,6 +203,20 @@ def test_crewai_client_judged_right_on_strands_and_crewai(world):
     assert _check(collector, truth, records, "crewai-app") == {**WANT_0_3, **WANT_1_X}
 
 
+def _strands_app(collector, urls: dict, callee: str, via: str, service: str, conversation: str) -> list[dict]:
+    """Run ``examples/strands_app.py --via {via}`` (``.venv-strands``, under its launcher) for
+    ``TURNS`` turns of ``conversation`` to ``callee``; returns its records, with ``callee`` and
+    ``answered``."""
+    cmd = [str(Path(STRANDS_PY).with_name("opentelemetry-instrument")), STRANDS_PY]
+    cmd += [str(h.EXAMPLES / "strands_app.py"), "--specialist", urls[callee], "--via", via]
+    cmd += ["--conversation", conversation, "--turns", str(TURNS)]
+    env = h.otel_env(service, collector.endpoint)
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith('{"session"')]
+    return [{**rec, "callee": callee, "answered": rec["context_id"]} for rec in lines]
+
+
 def test_strands_a2a_agent_starts_a_new_remote_conversation_every_call(world):
     """Strands' ``A2AAgent`` (a2a-sdk 0.3) never sends a contextId (issue 33): each call is a new
     remote conversation, so each hop is ``first_turn`` (nothing was asked to continue: no false
@@ -212,15 +226,7 @@ def test_strands_a2a_agent_starts_a_new_remote_conversation_every_call(world):
     collector, urls, truth = world
     records = []
     for callee in A2A_AGENT_CALLEES:
-        cmd = [str(Path(STRANDS_PY).with_name("opentelemetry-instrument")), STRANDS_PY]
-        cmd += [str(h.EXAMPLES / "strands_app.py"), "--specialist", urls[callee], "--via", "a2a-agent"]
-        cmd += ["--conversation", f"conv-{callee}", "--turns", str(TURNS)]
-        done = subprocess.run(
-            cmd, env=h.otel_env("strands-app", collector.endpoint), capture_output=True, text=True, timeout=180
-        )
-        assert done.returncode == 0, done.stderr[-3000:]
-        lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith('{"session"')]
-        records += [{**rec, "callee": callee, "answered": rec["context_id"]} for rec in lines]
+        records += _strands_app(collector, urls, callee, "a2a-agent", "strands-app", f"conv-{callee}")
     assert len(records) == TURNS * len(A2A_AGENT_CALLEES) and not any(rec["requested"] for rec in records)
     assert _check(collector, truth, records, "strands-app") == {c: ["first_turn"] * TURNS for c in A2A_AGENT_CALLEES}
     spans = h.read_spans(collector.spans_file)
@@ -249,15 +255,7 @@ def test_strands_a2a_0_3_client_continues_on_1x_servers(world, callee):
     contextId) passes the contextId it was answered in on turn 2: 0.3 -> 1.x (Agent Framework on
     a2a-sdk 1.x serving 0.3), one callee that keeps a session per contextId, one that forgets."""
     collector, urls, truth = world
-    cmd = [str(Path(STRANDS_PY).with_name("opentelemetry-instrument")), STRANDS_PY]
-    cmd += [str(h.EXAMPLES / "strands_app.py"), "--specialist", urls[callee], "--via", "client"]
-    cmd += ["--conversation", f"client-{callee}", "--turns", str(TURNS)]
-    done = subprocess.run(
-        cmd, env=h.otel_env("strands-client", collector.endpoint), capture_output=True, text=True, timeout=180
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith('{"session"')]
-    records = [{**rec, "callee": callee, "answered": rec["context_id"]} for rec in lines]
+    records = _strands_app(collector, urls, callee, "client", "strands-client", f"client-{callee}")
     assert len(records) == TURNS and records[1]["requested"] == records[0]["context_id"], records
     assert _check(collector, truth, records, "strands-client", streamed=False) == {callee: WANT_1_X[callee]}
 
