@@ -128,7 +128,7 @@ test-crewai: venv-crewai
 
 # Real A2A hops across Strands Agents and CrewAI, a2a-sdk 1.x and 0.3 (tests/a2a_crossversion, docs/a2a.md):
 # callers and callees each in their own venv (.venv, .venv-strands, .venv-crewai), as subprocesses, judged by
-# the real collector; 1-2 min
+# the real collector; about 2 min
 test-a2a-crossversion: venv venv-strands venv-crewai collector
 	AGENT_IDENTITY_COLLECTOR=$(abspath $(COLLECTOR_BIN)) AGENT_IDENTITY_STRANDS_PYTHON=$(abspath $(VENV_STRANDS)/bin/python) \
 	  AGENT_IDENTITY_CREWAI_PYTHON=$(abspath $(VENV_CREWAI)/bin/python) $(PY) -m pytest tests/a2a_crossversion -q

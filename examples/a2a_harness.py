@@ -326,10 +326,12 @@ def run_orchestrator(
     retry_turn: int = 0,
     direct: bool = False,
     card: bool = False,
+    stream: bool = False,
     **extra: str,
 ) -> tuple[list[dict], subprocess.CompletedProcess]:
     """Run ``orchestrator.py`` under the launcher against ``[(name, url), ...]`` (``direct``: an
-    a2a-sdk client instead of ``A2AAgent``; ``card``: ``A2AAgent`` from the specialist's Agent Card);
+    a2a-sdk client instead of ``A2AAgent``; ``card``: ``A2AAgent`` from the specialist's Agent Card;
+    ``stream``: over the streaming method);
     returns its delegation records (one dict per send) and the completed process. Raises
     CalledProcessError."""
     cmd = [
@@ -345,6 +347,8 @@ def run_orchestrator(
         cmd.append("--direct")
     if card:
         cmd.append("--card")
+    if stream:
+        cmd.append("--stream")
     for name, url in specialists:
         cmd += ["--specialist", url, "--name", name]
     proc = subprocess.run(

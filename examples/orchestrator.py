@@ -4,7 +4,9 @@ Agent Framework ``Agent`` on the offline service-managed client, with one tool,
 ``get_weather(city)``, that asks a remote specialist. By default through ``A2AAgent`` (one A2A
 session per orchestrator conversation, so the specialist is asked to continue the same contextId
 every turn); with ``--direct`` through an a2a-sdk client (``send_message``), sending each turn the
-contextId of the specialist's last reply. No tracing code: run it under the launcher, e.g.
+contextId of the specialist's last reply. ``--stream``: either way over the streaming method
+(``SendStreamingMessage``; A2A 0.3's ``message/stream``) when the specialist's card allows it. No
+tracing code: run it under the launcher, e.g.
 
     OTEL_SERVICE_NAME=orchestrator opentelemetry-instrument python examples/orchestrator.py \
         --specialist http://127.0.0.1:9101/ --turns 3 --retry-turn 2
@@ -77,7 +79,11 @@ def _replica(key: str):
 async def _send_a2a_agent(text: str, message_id: str) -> tuple[str, str | None]:
     specialist: A2AAgent = _replica("specialist")
     session = _state["session"]
-    reply = await specialist.run(Message(role="user", contents=[text], message_id=message_id), session=session)
+    message = Message(role="user", contents=[text], message_id=message_id)
+    if _state.get("stream"):
+        reply = await specialist.run(message, session=session, stream=True).get_final_response()
+    else:
+        reply = await specialist.run(message, session=session)
     context = (session.service_session_id or {}).get("context_id")
     _state["context_id"] = context
     return reply.text, context
@@ -122,21 +128,24 @@ def _record(message_id: str, attempt: int, requested, answered, error) -> None:
     )
 
 
-async def converse(url: str, name: str, turns: int, retry_turn: int, direct: bool = False, card: bool = False) -> None:
+async def converse(
+    url: str, name: str, turns: int, retry_turn: int, direct: bool = False, card: bool = False, stream: bool = False
+) -> None:
     """One orchestrator conversation of ``turns`` turns delegating to the specialist at ``url``
     (``card``: ``A2AAgent`` built from the specialist's Agent Card, so it speaks the card's A2A
-    protocol version, e.g. 0.3 to a2a-java 0.3; else from the URL alone, A2A 1.0)."""
+    protocol version, e.g. 0.3 to a2a-java 0.3; else from the URL alone, A2A 1.0; ``stream``: send
+    over the streaming method)."""
     # one id namespace per conversation: two conversations of one process never share an id
     client = OfflineChatClient(mode="service", prefix=f"orchestrator_{name}", truth="")
     orchestrator = Agent(client=client, name="orchestrator", tools=[get_weather])
     session = orchestrator.create_session()
     _state.clear()
-    _state.update(conversation=name, direct=direct)
+    _state.update(conversation=name, direct=direct, stream=stream)
     urls = url.split(",")
     async with httpx.AsyncClient(timeout=30) as http:
         if direct:
             _state["client"] = [
-                await create_client(u, client_config=ClientConfig(httpx_client=http, streaming=False)) for u in urls
+                await create_client(u, client_config=ClientConfig(httpx_client=http, streaming=stream)) for u in urls
             ]
             await _turns(orchestrator, session, name, turns, retry_turn)
             return
@@ -173,12 +182,14 @@ def main() -> None:
     parser.add_argument("--retry-turn", type=int, default=0, help="re-send this turn's delegation (0: none)")
     parser.add_argument("--direct", action="store_true", help="send with an a2a-sdk client, not A2AAgent")
     parser.add_argument("--card", action="store_true", help="build A2AAgent from the specialist's Agent Card")
+    parser.add_argument("--stream", action="store_true", help="send over the streaming method")
     args = parser.parse_args()
 
     async def run_all() -> None:
         for i, url in enumerate(args.specialist):
             name = args.name[i] if i < len(args.name) else f"specialist-{i + 1}"
-            await converse(url, name, args.turns, args.retry_turn if i == 0 else 0, args.direct, args.card)
+            retry = args.retry_turn if i == 0 else 0
+            await converse(url, name, args.turns, retry, args.direct, args.card, args.stream)
 
     asyncio.run(run_all())
 

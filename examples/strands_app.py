@@ -62,10 +62,12 @@ async def converse(url: str, conversations: list[str], turns: int, via: str) -> 
                 message_id=uuid.uuid4().hex,
                 context_id=requested,
             )
-            task = [event async for event in client.send_message(message)][-1][0]
-            contexts[current["session"]] = task.context_id
-            current["requested"], current["context_id"] = requested, task.context_id
-            return "".join(p.root.text for a in task.artifacts or () for p in a.parts if getattr(p.root, "text", None))
+            event = [event async for event in client.send_message(message)][-1]
+            reply = event[0] if isinstance(event, tuple) else event  # a (Task, update) pair, or a Message
+            contexts[current["session"]] = reply.context_id
+            current["requested"], current["context_id"] = requested, reply.context_id
+            parts = [p for a in getattr(reply, "artifacts", None) or () for p in a.parts] or (reply.parts or [])
+            return "".join(p.root.text for p in parts if getattr(p.root, "text", None))
 
         for turn in range(1, turns + 1):
             for session in conversations:

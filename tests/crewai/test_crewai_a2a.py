@@ -1,7 +1,9 @@
 """CrewAI's A2A pieces (a2a-sdk 0.3, real HTTP on 127.0.0.1): the executor helper
 (``crewai.a2a.utils.task.execute``) serves each request with a fresh ``Task`` and no memory keyed
 by the contextId, so its run is in the request's contextId and ``resumed=false``, which the model
-confirms (it sees only the request, turn after turn); CrewAI's A2A send
+confirms (it sees only the request, turn after turn); an executor that gives the contextId to a
+persisted conversational Flow (``examples/crewai_specialist.py``'s ``FlowExecutor``) continues, and
+its turn says ``resumed=true`` from what CrewAI restored; CrewAI's A2A send
 (``execute_a2a_delegation``) is a CLIENT run with a delegation id in the remote conversation."""
 
 from __future__ import annotations
@@ -38,11 +40,21 @@ class CrewExecutor(AgentExecutor):
 
 @pytest.fixture(scope="module")
 def server():
+    yield from _serve(CrewExecutor())
+
+
+@pytest.fixture(scope="module")
+def flow_server(tmp_path_factory):
+    yield from _serve(crewai_specialist.FlowExecutor("forecaster", None, str(tmp_path_factory.mktemp("flows"))))
+
+
+def _serve(executor):
+    """Serve ``executor`` over A2A 0.3 on 127.0.0.1 in a thread; yields its URL."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     url = f"http://127.0.0.1:{port}"
-    app = crewai_specialist.a2a_app(CrewExecutor(), "forecaster", url)
+    app = crewai_specialist.a2a_app(executor, "forecaster", url)
     srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=srv.run, daemon=True)
     thread.start()
@@ -102,3 +114,24 @@ def test_agent_with_an_a2a_client_config_delegates(instrumentor, exporter, serve
     assert send.attributes[PARENT_EXEC] == outer.attributes[EXEC] and len(send.attributes[DELEG]) == 32
     assert send.attributes[CONV] == served.attributes[CONV] and served.attributes[RESUMED] is False
     assert CONV not in outer.attributes  # the crew has none of its own; the remote conversation is the send's
+
+
+def test_a_persisted_flow_served_over_a2a_continues_the_context(instrumentor, exporter, flow_server):
+    """Both ways, against the model's count: turn 2 in the same contextId gets turn 1 back from
+    ``@persist`` (a fresh flow instance: ``resumed=true``, the model saw 4 messages); another
+    contextId starts from nothing (``resumed=false``, 2 messages)."""
+    first = _send(flow_server)
+    assert seen(first["result"]) == 2
+    (turn,) = agent_spans(exporter, "invoke_agent CrewFlow")
+    cid = turn.attributes[CONV]
+    assert turn.attributes[RESUMED] is False
+    exporter.clear()
+    assert seen(_send(flow_server, context_id=cid)["result"]) == 4  # the model got turn 1
+    (turn2,) = agent_spans(exporter, "invoke_agent CrewFlow")
+    assert turn2.attributes[CONV] == cid and turn2.attributes[RESUMED] is True
+    (send,) = [s for s in agent_spans(exporter) if s.kind.name == "CLIENT"]
+    assert send.attributes[CONV] == cid
+    exporter.clear()
+    assert seen(_send(flow_server, context_id="another-context")["result"]) == 2
+    (turn3,) = agent_spans(exporter, "invoke_agent CrewFlow")
+    assert turn3.attributes[CONV] == "another-context" and turn3.attributes[RESUMED] is False
