@@ -49,7 +49,7 @@ WRAPPED = (
     ("agents", "agents.run_internal.session_persistence", "_session_get_items"),
     ("pydantic_ai", "pydantic_ai.agent._PreparedAgentRun", "open"),
     ("llama_index.core.agent.workflow", "workflows.workflow.Workflow", "run"),
-    ("llama_index.core.agent.workflow", "llama_index.core.agent.workflow.AgentWorkflow", "_init_context"),
+    ("llama_index.core.agent.workflow", "workflows.runtime.types.step_function", "partial"),
     ("llama_index.core.agent.workflow", "llama_index.core.agent.workflow.multi_agent_workflow", "handoff"),
     ("httpx", "httpcore.ConnectionPool", "handle_request"),
     ("requests", "requests.adapters.HTTPAdapter", "send"),
