@@ -68,7 +68,10 @@ def wrapped():
     for module_name, path, attr in WRAPPED:
         importlib.import_module(module_name)
         owner_path, name = path.rsplit(".", 1)
-        owner = getattr(importlib.import_module(owner_path), name)
+        try:
+            owner = getattr(importlib.import_module(owner_path), name)
+        except AttributeError:  # a module the framework imports only when it runs (workflows' step_function)
+            owner = importlib.import_module(path)
         out[path] = isinstance(vars(owner).get(attr), wrapt.FunctionWrapper)  # not __wrapped__: functools sets it too
     return out
 
