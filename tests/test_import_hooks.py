@@ -49,7 +49,7 @@ WRAPPED = (
     ("agents", "agents.run_internal.session_persistence", "_session_get_items"),
     ("pydantic_ai", "pydantic_ai.agent._PreparedAgentRun", "open"),
     ("llama_index.core.agent.workflow", "workflows.workflow.Workflow", "run"),
-    ("llama_index.core.agent.workflow", "llama_index.core.agent.workflow.AgentWorkflow", "_init_context"),
+    ("llama_index.core.agent.workflow", "workflows.runtime.types.step_function", "partial"),
     ("llama_index.core.agent.workflow", "llama_index.core.agent.workflow.multi_agent_workflow", "handoff"),
     ("httpx", "httpcore.ConnectionPool", "handle_request"),
     ("requests", "requests.adapters.HTTPAdapter", "send"),
@@ -68,7 +68,10 @@ def wrapped():
     for module_name, path, attr in WRAPPED:
         importlib.import_module(module_name)
         owner_path, name = path.rsplit(".", 1)
-        owner = getattr(importlib.import_module(owner_path), name)
+        try:
+            owner = getattr(importlib.import_module(owner_path), name)
+        except AttributeError:  # a module the framework imports only when it runs (workflows' step_function)
+            owner = importlib.import_module(path)
         out[path] = isinstance(vars(owner).get(attr), wrapt.FunctionWrapper)  # not __wrapped__: functools sets it too
     return out
 

@@ -9,11 +9,12 @@ import logging
 
 import pytest
 from li_support import CONV, EXEC, RESUMED, agent_spans, in_run, weather_agent
-from llama_index.core.agent.workflow import AgentWorkflow, FunctionAgent, base_agent, multi_agent_workflow
+from llama_index.core.agent.workflow import FunctionAgent, multi_agent_workflow
 from llama_index.core.llms.mock import MockFunctionCallingLLM
 from llama_index.core.memory import ChatMemoryBuffer, Memory
 from offline_llama_index import seen
 from opentelemetry import trace
+from workflows.runtime.types import step_function
 from workflows.workflow import Workflow
 
 from otel_agent_identity import AgentIdentityInstrumentor
@@ -24,8 +25,7 @@ from unprintable import Unprintable, assert_error_span
 def _wrapped_now() -> list[bool]:
     return [
         hasattr(vars(Workflow)["run"], "__wrapped__"),
-        hasattr(vars(base_agent.BaseWorkflowAgent)["_init_context"], "__wrapped__"),
-        hasattr(vars(AgentWorkflow)["_init_context"], "__wrapped__"),
+        hasattr(vars(step_function)["partial"], "__wrapped__"),
         hasattr(vars(multi_agent_workflow)["handoff"], "__wrapped__"),
     ]
 
@@ -42,11 +42,11 @@ def test_instrument_twice_and_uninstrument_restore(tracer_provider, exporter):
         inst = AgentIdentityInstrumentor()
         inst.instrument(tracer_provider=tracer_provider)
         inst.instrument(tracer_provider=tracer_provider)
-        assert _wrapped_now() == [True] * 4
+        assert _wrapped_now() == [True] * 3
         assert _turn() == 1
         assert len(agent_spans(exporter.get_finished_spans())) == 1
         inst.uninstrument()
-        assert _wrapped_now() == [False] * 4
+        assert _wrapped_now() == [False] * 3
         exporter.clear()
         assert _turn() == 1
         assert agent_spans(exporter.get_finished_spans()) == []
@@ -69,7 +69,7 @@ def test_unknown_workflows_version_is_skipped_with_one_warning(tracer_provider, 
     inst, warned = _instrumented_warning(tracer_provider, caplog)
     try:
         assert "skipping llama_index" in warned
-        assert _wrapped_now() == [False] * 4
+        assert _wrapped_now() == [False] * 3
         assert _turn() == 1
         assert agent_spans(exporter.get_finished_spans()) == []
     finally:
@@ -81,7 +81,7 @@ def test_unknown_core_version_keeps_the_ids_and_leaves_the_agents_alone(tracer_p
     inst, warned = _instrumented_warning(tracer_provider, caplog)
     try:
         assert "llama-index-core >= 99" in warned
-        assert _wrapped_now() == [True, False, False, False]
+        assert _wrapped_now() == [True, False, False]
         assert _turn(memory=Memory.from_defaults(session_id="c")) == 1
         (run,) = agent_spans(exporter.get_finished_spans())
         assert run.attributes[CONV] == "c" and RESUMED not in run.attributes
@@ -93,7 +93,7 @@ def test_frameworks_option_leaves_llama_index_alone(tracer_provider, exporter):
     inst = AgentIdentityInstrumentor()
     inst.instrument(tracer_provider=tracer_provider, frameworks="langgraph")
     try:
-        assert _wrapped_now() == [False] * 4
+        assert _wrapped_now() == [False] * 3
     finally:
         inst.uninstrument()
 

@@ -30,19 +30,23 @@ failure. LlamaIndex emits no OpenTelemetry spans, so each run gets one INTERNAL 
 - Nested runs (an agent run from a tool of another run) record the enclosing run's execution and
   conversation ids.
 
-State continuity (``agent_identity.conversation.resumed``) of an agent run, read right after the
-framework set up the run's context (``_init_context``, before the new message is added): ``true``
-when the memory the run really uses held conversation messages (a reused or restored ``ctx``
-whose memory survived, ``memory=`` with history) or ``chat_history=`` brings earlier messages;
-``false`` otherwise: among them a ``Context`` reused, or restored with ``Context.from_dict``,
-whose memory LlamaIndex failed to serialise (with pydantic 2.14, ``SimpleChatStore`` cannot be
-serialised; LlamaIndex drops the memory with an ``UnserializableKeyWarning`` and the run starts
-from nothing). A run that continues a running context (``ctx.is_running``): ``true``. The memory's
-messages are read once more for this: a run in a new context (no ``ctx=``) with no memory, or a
-memory on an in-process ``SimpleChatStore``, at its start (the framework sets that memory up as
-given: no await, no read of the context's state store); any other run (a ``ctx`` given, a
-SQL-backed ``Memory``: ``aget_all()``, one query per run) after the framework set up the run's
-context. A plain ``Workflow`` records none.
+State continuity (``agent_identity.conversation.resumed``) of an agent run: whether the memory the
+run really uses held conversation messages before the new message is added. That memory is the
+one the framework's set-up (``_init_context``) keeps or makes: the memory in the run's context (a
+reused or restored ``ctx`` whose memory survived), else the one given (``memory=``), else a new,
+empty one. ``true`` when it held conversation messages or ``chat_history=`` brings earlier
+messages; ``false`` otherwise: among them a ``Context`` reused, or restored with
+``Context.from_dict``, whose memory LlamaIndex failed to serialise (with pydantic 2.14,
+``SimpleChatStore`` cannot be serialised; LlamaIndex drops the memory with an
+``UnserializableKeyWarning`` and the run starts from nothing). A run that continues a running
+context (``ctx.is_running``): ``true``. The memory's messages are read once more for this: a run
+in a new context (no ``ctx=``) with no memory, or a memory on an in-process ``SimpleChatStore``,
+at its start (no await, no read of the context's state store); any other run (a ``ctx`` given, a
+SQL-backed ``Memory``: ``aget_all()``, one query per run) as its first step (the one receiving the
+start event) starts: workflows' step-argument binder ``partial`` is wrapped, not a method of the
+agent (LlamaIndex lists the workflow's members with ``inspect.getmembers`` before every step, and
+a ``wrapt`` proxy among them costs about 1.4 bare spans per run; ``docs/benchmarks.md``). A plain
+``Workflow`` records none.
 
 A finished run's scope lets go of its workflow: contexts a run leaves behind (a step's timer
 handle) keep the scope, and LlamaIndex's own tests require that nothing in them pins the workflow.
@@ -172,7 +176,7 @@ def _known_history(start_event: Any, fields: dict, memory: Any) -> bool | None:
     """``resumed`` of an agent run in a new context, when known without awaiting (the framework
     sets the given memory up as is, or a new empty ``ChatMemoryBuffer``): ``chat_history`` beyond
     the new message, else whether the memory's in-process store holds conversation messages; None
-    when it takes an async read (``_init_context_wrapper`` then reads it)."""
+    when it takes an async read (:func:`_first_step_wrapper` then reads it)."""
     try:
         if type(start_event) is not _types["start"]:
             return None
@@ -234,7 +238,7 @@ def _start(handler: RunHandler, workflow: Any, args: tuple, kwargs: dict):
         recheck=False,
     )
     if run is not None and resumed is None and kind != "workflow":
-        run.resumed_later()  # the framework's set-up of the run's context tells (_init_context_wrapper)
+        run.resumed_later()  # read as the run's first step starts (_first_step_wrapper)
     return run, kind
 
 
@@ -303,25 +307,38 @@ def _release(run: Any) -> None:
     run.scope.owner = None
 
 
-def _init_context_wrapper(wrapped, instance, args, kwargs):
-    """Around ``async _init_context(self, ctx, ev)`` of an agent or ``AgentWorkflow``, which sets
-    up the memory of the run: its ``resumed`` (module docstring)."""
+def _first_step_wrapper(wrapped, instance, args, kwargs):
+    """Around workflows' ``async partial(func, step_config, event, context, workflow, ...)``, which
+    binds a step's arguments before the step runs (a module function: LlamaIndex's per-step look-up
+    of the workflow's members, ``inspect.getmembers``, never meets it). The step that receives an
+    agent run's start event (``init_run``, the run's first) reads the run's ``resumed`` first."""
     try:
-        run = awaiting_run(instance)
+        event = kwargs.get("event")
+        run = awaiting_run(kwargs.get("workflow")) if isinstance(event, _types["start"]) else None
     except Exception:
         run = None
     if run is None:
         return wrapped(*args, **kwargs)
+    return _read_then(run, kwargs.get("context"), event, wrapped, args, kwargs)
 
-    async def loaded(ctx: Any, event: Any) -> None:
+
+async def _read_then(run: Any, ctx: Any, event: Any, wrapped: Any, args: tuple, kwargs: dict) -> Any:
+    """Record ``resumed`` of the memory the run's set-up (``_init_context``) keeps or makes: the one
+    in the run's context (a reused or restored ``ctx``), else the start event's ``memory``, else a
+    new, empty one; then ``await wrapped(*args, **kwargs)`` (what our read raises is logged at
+    debug)."""
+    try:
         memory = await ctx.store.get("memory", default=None)
+        if not memory:  # the set-up's own test
+            memory = event.get("memory", None)
         if run.scope.conversation_id is None:
             learnt = memory_rule(None, memory, None)
             if learnt is not None:
                 run.learn(learnt)
         run.record_resumed(await _had_history(memory, event))
-
-    return _then(wrapped, args, kwargs, "ev", loaded)
+    except Exception:
+        _logger.debug("otel-agent-identity: llama_index: reading the run's memory failed", exc_info=True)
+    return await wrapped(*args, **kwargs)
 
 
 async def _then(wrapped: Any, args: tuple, kwargs: dict, second: str, observe: Any) -> Any:
@@ -336,14 +353,14 @@ async def _then(wrapped: Any, args: tuple, kwargs: dict, second: str, observe: A
     return result
 
 
-async def _had_history(memory: Any, event: Any) -> bool | None:
+async def _had_history(memory: Any, event: Any) -> bool:
     """Whether the run starts with earlier conversation messages: ``chat_history`` beyond the new
     message, else the memory's messages before the new one is added."""
     history = event.get("chat_history", None)
     if history:
         return len(history) > (0 if event.get("user_msg", None) else 1)
-    if memory is None:
-        return None
+    if memory is None:  # the set-up makes a new, empty one
+        return False
     messages = _messages_in_process(memory)
     if messages is None:
         messages = await memory.aget_all()
@@ -383,9 +400,15 @@ def instrument(handler: RunHandler) -> None:
 
 
 def instrument_agents(handler: RunHandler) -> None:
-    """Wrap ``_init_context`` of ``BaseWorkflowAgent`` and ``AgentWorkflow`` and the ``handoff``
-    tool function (llama-index-core's agent workflows, imported by the application); a
-    llama-index-core outside :data:`CORE_REQUIREMENTS` is left alone, with one warning."""
+    """Wrap workflows' step-argument binder ``partial`` (an agent run's ``resumed``, read as its
+    first step starts) and the ``handoff`` tool function (llama-index-core's agent workflows,
+    imported by the application); a llama-index-core outside :data:`CORE_REQUIREMENTS` is left
+    alone, with one warning.
+
+    Raises:
+        ImportError / AttributeError: this llama-index-workflows lacks ``partial`` (then neither
+            ``resumed`` nor handoffs are recorded; runs keep their ids), with one warning.
+    """
     from opentelemetry.instrumentation.dependencies import get_dependency_conflicts
 
     conflict = get_dependency_conflicts(CORE_REQUIREMENTS)
@@ -395,14 +418,14 @@ def instrument_agents(handler: RunHandler) -> None:
     from llama_index.core.agent.workflow import base_agent, multi_agent_workflow
     from llama_index.core.agent.workflow.workflow_events import AgentWorkflowStartEvent
     from llama_index.core.storage.chat_store import SimpleChatStore
+    from workflows.runtime.types import step_function
 
     agent, team = base_agent.BaseWorkflowAgent, multi_agent_workflow.AgentWorkflow
     _types.update(agent=(agent,), team=(team,), simple_store=SimpleChatStore, start=AgentWorkflowStartEvent)
     _SPECS.clear()
     _KINDS.clear()
-    for cls in (agent, team):
-        if (cls, "_init_context") not in _wrapped:
-            _wrapped.wrap(cls, "_init_context", _init_context_wrapper)
+    if (step_function, "partial") not in _wrapped:
+        _wrapped.wrap(step_function, "partial", _first_step_wrapper)
     if (multi_agent_workflow, "handoff") not in _wrapped:
         _wrapped.wrap(multi_agent_workflow, "handoff", _handoff_wrapper)
 
