@@ -47,7 +47,7 @@ def check_parent(
     span: Any, scope: IdentityScope, effective: str | None, own_story: bool, agent: Any, framework: str
 ) -> None:
     """A nested in-process run (not a hop: the caller passes no CLIENT run; an in-process delegation,
-    such as an agent used as a tool or a handoff, is one) whose conversation id ``effective`` is
+    such as an agent used as a tool or a Swarm node, is one) whose conversation id ``effective`` is
     another than its parent's (``scope.parent_conversation_id``, on its span since the start), with
     no mapping declared (``own_story``: inside :func:`otel_agent_identity.new_conversation`): marked
     ``agent_identity.conversation.parent_differs`` and counted."""
