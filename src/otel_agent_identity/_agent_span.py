@@ -155,7 +155,8 @@ class AgentSpan:
         if scope.parent_execution_id is None:  # the run serving an inbound hop, if any
             check_served(effective)
             signals.check_served_conversation(span, self._agent, self._call.framework, effective, self._resumed)
-        elif scope.parent_conversation_id:
+        elif scope.parent_conversation_id and (self._spec is None or self._spec.kind is not SpanKind.CLIENT):
+            # a nested run in this process (a CLIENT run is a hop: its conversation is the remote one)
             signals.check_parent(span, scope, effective, self._own_story, self._agent, self._call.framework)
 
     def _theirs(self, span) -> bool:

@@ -46,12 +46,13 @@ def check_served_conversation(span: Any, agent: Any, framework: str, effective: 
 def check_parent(
     span: Any, scope: IdentityScope, effective: str | None, own_story: bool, agent: Any, framework: str
 ) -> None:
-    """A nested in-process run (not a hop) whose conversation id ``effective`` is another than
-    its parent's (``scope.parent_conversation_id``, on its span since the start), with no mapping
-    declared (``own_story``: inside :func:`otel_agent_identity.new_conversation`): marked
+    """A nested in-process run (not a hop: the caller passes no CLIENT run; an in-process delegation,
+    such as an agent used as a tool or a Swarm node, is one) whose conversation id ``effective`` is
+    another than its parent's (``scope.parent_conversation_id``, on its span since the start), with
+    no mapping declared (``own_story``: inside :func:`otel_agent_identity.new_conversation`): marked
     ``agent_identity.conversation.parent_differs`` and counted."""
     parent = scope.parent_conversation_id
-    if not parent or not effective or effective == parent or scope.delegation_id is not None or own_story:
+    if not parent or not effective or effective == parent or own_story:
         return
     span.set_attribute(attrs.CONVERSATION_PARENT_DIFFERS, True)
     metrics.count(metrics.PARENT_CONVERSATION_DIFFERS, agent=agent_name(agent), framework=framework)

@@ -186,3 +186,28 @@ async def test_a2a_agent_rerun_of_the_same_message_is_one_delegation_two_executi
     assert first.attributes["agent_identity.delegation.id"] == second.attributes["agent_identity.delegation.id"]
     executions = {_server_view(specialist, s)[1]["attributes"]["agent_identity.execution.id"] for s in (first, second)}
     assert len(executions) == 2  # the callee really ran twice: what the collector counts as a duplicate
+
+
+async def test_a_send_inside_a_run_is_a_hop_not_a_nested_story(instrumentor, exporter, specialist):
+    """An ``A2AAgent`` called from a LangGraph node (thread ``conv-boss``): its CLIENT run records the
+    enclosing conversation, but the remote context it continues is no nested story of this
+    process: never marked ``parent_differs`` (an in-process nested run with another id is)."""
+    from typing import TypedDict
+
+    from langgraph.graph import START, StateGraph
+
+    class State(TypedDict):
+        text: str
+
+    agent = A2AAgent(name="specialist", url=specialist.url)
+
+    async def ask(state: State) -> State:
+        return {"text": (await agent.run(state["text"])).text}
+
+    graph = StateGraph(State).add_node("ask", ask).add_edge(START, "ask").compile()
+    await graph.ainvoke({"text": "hi"}, config={"configurable": {"thread_id": "conv-boss"}})
+    (client,) = _client_spans(exporter)
+    a = client.attributes
+    assert a["agent_identity.parent.conversation.id"] == "conv-boss"
+    assert a["gen_ai.conversation.id"] not in (None, "conv-boss")  # the context the specialist answered in
+    assert "agent_identity.conversation.parent_differs" not in a

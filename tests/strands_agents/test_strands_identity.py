@@ -19,6 +19,7 @@ from strands.session.file_session_manager import FileSessionManager
 CONV, EXEC, DELEG = "gen_ai.conversation.id", "agent_identity.execution.id", "agent_identity.delegation.id"
 RESUMED, SOURCE = "agent_identity.conversation.resumed", "agent_identity.conversation.source"
 PARENT_EXEC, PARENT_CONV = "agent_identity.parent.execution.id", "agent_identity.parent.conversation.id"
+DIFFERS = "agent_identity.conversation.parent_differs"
 TRACER = trace.get_tracer("app")
 
 
@@ -155,10 +156,32 @@ def test_agent_as_tool_is_a_delegation(instrumentor, exporter, tmp_path):
     o, i = outer.attributes, inner.attributes
     assert o[CONV] == "conv-boss" and DELEG not in o and PARENT_EXEC not in o
     assert i[PARENT_EXEC] == o[EXEC] and i[PARENT_CONV] == "conv-boss" and len(i[DELEG]) == 32
-    assert CONV not in i and i[RESUMED] is False and i[EXEC] != o[EXEC]
+    assert CONV not in i and i[RESUMED] is False and i[EXEC] != o[EXEC] and DIFFERS not in i
     assert inner.context.trace_id == outer.context.trace_id
     (tool_span,) = [s for s in exporter.get_finished_spans() if s.name == "execute_tool researcher"]
     assert tool_span.attributes[CONV] == "conv-boss" and tool_span.attributes[EXEC] == o[EXEC]
+
+
+@pytest.mark.parametrize("own", ["conv-archive", "conv-boss"])
+def test_agent_as_tool_with_its_own_session_is_marked_parent_differs(instrumentor, exporter, tmp_path, own):
+    """An agent used as a tool with a session of its own is another story than its caller's:
+    ``parent_differs``, as for a nested run of any adapter (a newcomer's trial found it unmarked,
+    as a delegation); the same session id as the caller's (the ids mapped) is not marked."""
+    archivist = _agent(tmp_path / "archive", own, name="archivist", model=OfflineModel(), tools=[])
+
+    @tool
+    def archive(question: str) -> str:
+        """Asks the archivist."""
+        return str(archivist(question))
+
+    boss = _agent(tmp_path, "conv-boss", name="boss", model=OfflineModel(tool_arg="question"), tools=[archive])
+    boss("hi")
+    (outer,) = _runs(exporter, "boss")
+    (inner,) = _runs(exporter, "archivist")
+    i = inner.attributes
+    assert i[CONV] == own and i[PARENT_CONV] == "conv-boss" and len(i[DELEG]) == 32
+    assert i.get(DIFFERS) is (True if own != "conv-boss" else None)
+    assert DIFFERS not in outer.attributes
 
 
 def test_swarm_handoff_and_graph_nodes_are_delegations(instrumentor, exporter):
