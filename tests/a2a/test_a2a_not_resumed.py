@@ -23,6 +23,7 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from specialist import CONTINUES, build_app
 
 import otel_agent_identity
+from metric_points import metric_points
 from otel_agent_identity import continuity
 
 pytestmark = pytest.mark.e2e
@@ -44,15 +45,7 @@ def reader(tracer_provider, exporter, monkeypatch):
 
 
 def not_resumed(reader) -> int:
-    data = reader.get_metrics_data()
-    return sum(
-        point.value
-        for rm in (data.resource_metrics if data else ())
-        for sm in rm.scope_metrics
-        for metric in sm.metrics
-        if metric.name == NOT_RESUMED
-        for point in metric.data.data_points
-    )
+    return sum(point.value for point in metric_points(reader, NOT_RESUMED))
 
 
 class Specialist:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import pytest
 
+from metric_points import metric_points
+
 pytest.importorskip("langgraph")
 
 from agno_support import make_agent
@@ -55,14 +57,6 @@ def test_agno_agent_in_a_langgraph_node(tracer_provider, exporter, mapped):
     assert inner.attributes["gen_ai.conversation.id"] == result["used"]
     assert inner.attributes["agent_identity.parent.conversation.id"] == "thread-9"
     assert (inner.attributes.get(DIFFERS) is True) == truth_differs
-    data = reader.get_metrics_data()
-    points = [
-        p
-        for rm in (data.resource_metrics if data else ())
-        for sm in rm.scope_metrics
-        for m in sm.metrics
-        if m.name == "agent_identity.conversation.parent_differs"
-        for p in m.data.data_points
-    ]
+    points = metric_points(reader, "agent_identity.conversation.parent_differs")
     assert sum(p.value for p in points) == int(truth_differs)
     assert all(p.attributes["framework"] == "agno" and p.attributes["agent"] == "helper" for p in points)

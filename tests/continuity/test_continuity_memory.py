@@ -5,6 +5,7 @@ from __future__ import annotations
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
+from metric_points import metric_points
 from otel_agent_identity import continuity, metrics
 
 
@@ -85,13 +86,7 @@ def test_no_meter_provider_is_a_no_op_and_labels_stay_bounded():
             metrics.count(metrics.DELEGATE_RESTARTS, agent=f"agent-{i}" + "x" * 100, framework="a2a")
         metrics.count(metrics.DELEGATE_RESTARTS, agent=None, framework="a2a")
         metrics.count(metrics.DELEGATE_RESTARTS, agent=12345, framework="a2a")  # not a str: empty label
-        points = [
-            p
-            for rm in reader.get_metrics_data().resource_metrics
-            for sm in rm.scope_metrics
-            for m in sm.metrics
-            for p in m.data.data_points
-        ]
+        points = metric_points(reader)
         agents = {p.attributes["agent"] for p in points}
         assert len(agents) == 102 and "other" in agents and "" in agents  # 100 names, other, empty
         assert max(len(a) for a in agents) == 64

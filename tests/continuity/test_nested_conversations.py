@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import pytest
 
+from metric_points import metric_points
+
 pytest.importorskip("langgraph")
 
 from langgraph.graph import END, START, StateGraph
@@ -39,15 +41,7 @@ def instrumented(tracer_provider, exporter, reader):
 
 
 def counted(reader, name: str) -> dict[tuple, int]:
-    data = reader.get_metrics_data()
-    out: dict[tuple, int] = {}
-    for rm in data.resource_metrics if data else ():
-        for sm in rm.scope_metrics:
-            for metric in sm.metrics:
-                if metric.name == name:
-                    for point in metric.data.data_points:
-                        out[tuple(sorted(point.attributes.items()))] = point.value
-    return out
+    return {tuple(sorted(point.attributes.items())): point.value for point in metric_points(reader, name)}
 
 
 class S(TypedDict):

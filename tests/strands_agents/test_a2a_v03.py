@@ -20,6 +20,7 @@ from strands.session.file_session_manager import FileSessionManager
 from strands_a2a_support import serving, specialist_factory
 
 import a2a
+from metric_points import metric_points
 from otel_agent_identity.scope import new_delegation_id
 
 pytestmark = pytest.mark.e2e
@@ -94,18 +95,6 @@ def metric_reader(tracer_provider, exporter):
     inst.uninstrument()
 
 
-def _points(reader, name):
-    data = reader.get_metrics_data()
-    return [
-        p
-        for rm in data.resource_metrics
-        for sm in rm.scope_metrics
-        for m in sm.metrics
-        if m.name == name
-        for p in m.data.data_points
-    ]
-
-
 async def test_a2a_agent_starts_a_new_remote_conversation_every_call(metric_reader, exporter, tmp_path):
     """Strands' ``A2AAgent`` never sends a contextId: each call lands in a new server context, whose
     agent starts from nothing (its model saw 1 message, ``resumed`` false). Inside the caller's
@@ -145,7 +134,7 @@ async def test_a2a_agent_starts_a_new_remote_conversation_every_call(metric_read
     assert in_turn_1.attributes["agent_identity.parent.conversation.id"] == "conv-orch"
     assert PREVIOUS not in in_turn_1.attributes
     assert in_turn_2.attributes[PREVIOUS] == in_turn_1.attributes[CONV]  # the delegate restarted: visible
-    (restarts,) = _points(metric_reader, "agent_identity.delegate.restarts")
+    (restarts,) = metric_points(metric_reader, "agent_identity.delegate.restarts")
     assert restarts.value == 1 and restarts.attributes["framework"] == "strands"
     assert restarts.attributes["agent"] == "specialist"
 
