@@ -89,7 +89,7 @@ class _Serving:
     def __init__(self, requested: str | None, span: Any, card: str | None) -> None:
         self.requested, self.span, self.card = requested, span, card or ""
         # read as the request arrives: its own answer (a stream's first event may precede the run) is not "before"
-        self.answered_before = bool(requested) and served_contexts.has(f"{self.card}\0{requested}")
+        self.answered_before = served_contexts.has(_served_key(self.card, requested)) if requested else False
         self.answered_in: str | None = None  # the context last remembered as answered (once per request)
         self.agent: str = ""
         self.conversation: str | None = None
@@ -187,7 +187,7 @@ def served_context(ctx: Any, context_id: str | None) -> None:
             return
         if context_id != serving.answered_in:  # a stream's events repeat it: remembered once
             serving.answered_in = context_id
-            served_contexts.seen_before(f"{serving.card}\0{context_id}")
+            served_contexts.seen_before(_served_key(serving.card, context_id))
         if serving.conversation and context_id != serving.requested:
             served_conversations.remember(context_id, serving.agent, serving.conversation)
     except Exception:
@@ -342,6 +342,12 @@ answered_contexts = SeenKeys()
 #: a later request asking to continue one of them is one whose lost state is counted
 #: (:func:`serving_answered_before`)
 served_contexts = SeenKeys()
+
+
+def _served_key(card: str, context_id: str) -> str:
+    """The ``served_contexts`` key of ``context_id`` served by the Agent Card named ``card``."""
+    return f"{card}\0{context_id}"
+
 
 #: contextId -> {serving agent name -> the agent conversation that served it last}
 served_conversations = DelegateContexts()
